@@ -1,0 +1,86 @@
+// FiaArgs: every input and attribute of FusedInferAttentionScore V4 under its torch_npu name.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fia/tensor.hpp"
+
+namespace fia {
+
+/// The default of `pre_tokens` / `next_tokens` (FIA-SPEC Appendix A).
+inline constexpr std::int64_t kIntMax = 2147483647;
+
+/// All inputs of one FusedInferAttentionScore call (FIA-SPEC 2.1), named as the torch_npu v1
+/// keyword arguments, with FIA's defaults. An optional tensor is absent when its view is not
+/// `present()`; an optional int array is absent when the std::optional is empty.
+///
+/// Tensors are views: the data must stay alive and unchanged from `plan()` to `run()`.
+struct FiaArgs {
+  // --- tensors -------------------------------------------------------------------------
+  TensorView query;               ///< Q: layout per `input_layout` (FIA-SPEC 3.1)
+  std::vector<TensorView> key;    ///< K: one tensor, or B tensors of batch 1 (tensor list, 10)
+  std::vector<TensorView> value;  ///< V: same structure as key
+  TensorView pse_shift;           ///< additive position bias (8)
+  TensorView atten_mask;          ///< BOOL/INT8/UINT8, nonzero = masked (6)
+  std::optional<std::vector<std::int64_t>> actual_seq_lengths;     ///< per-batch query lengths (7)
+  std::optional<std::vector<std::int64_t>> actual_seq_lengths_kv;  ///< per-batch KV lengths (7)
+  TensorView dequant_scale1;      ///< full quant (13)
+  TensorView quant_scale1;        ///< full quant (13)
+  TensorView dequant_scale2;      ///< full quant (13)
+  TensorView quant_scale2;        ///< post-quant scale (14)
+  TensorView quant_offset2;       ///< post-quant offset (14)
+  TensorView antiquant_scale;     ///< combined K/V antiquant scale (12)
+  TensorView antiquant_offset;    ///< combined K/V antiquant offset (12)
+  TensorView block_table;         ///< paged KV block map, INT32 [B, max_blocks] (9)
+  TensorView query_padding_size;  ///< query left padding, INT64 [1] (7.4)
+  TensorView kv_padding_size;     ///< KV left padding, INT64 [1] (7.4)
+  TensorView key_antiquant_scale;     ///< (12)
+  TensorView key_antiquant_offset;    ///< (12)
+  TensorView value_antiquant_scale;   ///< (12)
+  TensorView value_antiquant_offset;  ///< (12)
+  TensorView key_shared_prefix;       ///< shared prefix keys, batch 1 (11)
+  TensorView value_shared_prefix;     ///< shared prefix values, batch 1 (11)
+  std::optional<std::vector<std::int64_t>> actual_shared_prefix_len;  ///< [P] (11)
+  TensorView query_rope;                ///< MLA rope part of Q (15)
+  TensorView key_rope;                  ///< MLA rope part of K (15)
+  TensorView key_rope_antiquant_scale;  ///< reserved, no effect (15.2)
+  TensorView dequant_scale_query;       ///< MLA full quant (13.3)
+  TensorView learnable_sink;            ///< per-query-head sink logit [num_heads] (16)
+
+  // --- attributes ----------------------------------------------------------------------
+  std::int64_t num_heads = 1;            ///< Q_N
+  double scale = 1.0;                    ///< multiplier of Q·Kᵀ (applied as float32)
+  std::int64_t pre_tokens = kIntMax;     ///< band width before the diagonal (6.4)
+  std::int64_t next_tokens = kIntMax;    ///< band width after the diagonal (6.4)
+  std::string input_layout = "BSH";      ///< one of the strings of FIA-SPEC 3.1
+  std::int64_t num_key_value_heads = 0;  ///< KV_N; 0 = num_heads
+  std::int64_t sparse_mode = 0;          ///< 0..4 (9 = tree mask, not built yet)
+  std::int64_t inner_precise = 0;        ///< 0..3 (18)
+  std::int64_t block_size = 0;           ///< tokens per KV block (paged)
+  std::int64_t antiquant_mode = 0;
+  bool softmax_lse_flag = false;         ///< produce softmax_lse (17)
+  std::int64_t key_antiquant_mode = 0;
+  std::int64_t value_antiquant_mode = 0;
+  std::int64_t query_quant_mode = 0;
+};
+
+/// Which implementation computes the result.
+enum class Backend {
+  kDefault,    ///< `FIA_BACKEND` from the environment ("cpu" or "reference"), else kCpu
+  kCpu,        ///< flash-style kernels, f32 accumulation, multithreaded
+  kReference,  ///< float64 transcription of FIA-SPEC 1 and 5
+};
+
+/// How a call is validated and run.
+struct Options {
+  /// Also enforce the Ascend hardware limits (FIA-SPEC 25.2), to learn what an NPU would reject.
+  bool strict = false;
+  Backend backend = Backend::kDefault;
+  /// Worker threads for the cpu backend; 0 = OpenMP's default. Results do not depend on it.
+  int threads = 0;
+};
+
+}  // namespace fia

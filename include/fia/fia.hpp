@@ -1,0 +1,82 @@
+// fia: FusedInferAttentionScore on CPUs. The public C++ API.
+//
+// Two phases, in the aclnn spirit:
+//   fia::Plan plan;
+//   fia::Status st = fia::plan(args, options, &plan);    // validate, size outputs and workspace
+//   ... allocate attention_out (plan.attention_out_shape()), softmax_lse, workspace ...
+//   st = fia::run(plan, out_view, lse_view, workspace, plan.workspace_bytes());
+// or, in one call that allocates everything: fia::fused_infer_attention_score(args, options, &outputs).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "fia/args.hpp"
+#include "fia/status.hpp"
+#include "fia/tensor.hpp"
+
+namespace fia {
+
+namespace detail {
+struct PlanState;
+}
+
+/// A validated call: the canonical problem, its output shapes and the workspace it needs.
+/// Cheap to copy (shared, immutable). Holds views of the FiaArgs tensors, which must outlive it.
+class Plan {
+ public:
+  Plan();
+  ~Plan();
+  Plan(const Plan&);
+  Plan& operator=(const Plan&);
+
+  /// True after a successful fia::plan().
+  bool valid() const noexcept { return state_ != nullptr; }
+  /// Bytes of scratch memory run() needs (64-byte alignment is best, 16 is required).
+  std::size_t workspace_bytes() const noexcept;
+  /// Shape and dtype attention_out must have (FIA-SPEC 3.1: the output layout, head dim V_D).
+  const std::vector<std::int64_t>& attention_out_shape() const noexcept;
+  DType attention_out_dtype() const noexcept;
+  /// Shape softmax_lse must have when softmax_lse_flag is set: (B, Q_N, Q_S, 1), or (T, Q_N, 1)
+  /// for the TND/NTD family (FIA-SPEC 17). When the flag is false: {1}.
+  const std::vector<std::int64_t>& softmax_lse_shape() const noexcept;
+  bool softmax_lse_flag() const noexcept;
+
+  const detail::PlanState& state() const noexcept { return *state_; }
+
+ private:
+  friend Status plan(const FiaArgs&, const Options&, Plan*);
+  std::shared_ptr<const detail::PlanState> state_;
+};
+
+/// Phase 1: validates `args` (FIA-SPEC 20; also the hardware limits when options.strict),
+/// resolves layouts, lengths, masks and storage into one canonical problem, and sizes the
+/// outputs and the workspace. Reads host-side data of small tensors (block_table, padding sizes).
+///
+/// Errors: kNullArgument when query/key/value is missing; kInvalidArgument naming the torch_npu
+/// parameter; kUnsupported naming a feature fia does not implement yet (quantization, tree mask).
+Status plan(const FiaArgs& args, const Options& options, Plan* out_plan);
+
+/// Phase 2: computes attention_out (and softmax_lse when softmax_lse_flag is set) into
+/// caller-provided memory. attention_out must have plan.attention_out_shape() and dtype; when the
+/// flag is set softmax_lse must be F32 with plan.softmax_lse_shape(), otherwise it may be absent
+/// and is left untouched. `workspace` must hold plan.workspace_bytes() bytes (nullptr if 0).
+///
+/// Errors: kInvalidArgument naming attention_out / softmax_lse / workspace when they do not fit.
+/// Deterministic: the result does not depend on options.threads.
+Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse,
+           void* workspace, std::size_t workspace_bytes);
+
+/// The two outputs of a call, owned.
+struct Outputs {
+  OwnedTensor attention_out;
+  OwnedTensor softmax_lse;  ///< F32; shape {1} holding 0 when softmax_lse_flag is false
+};
+
+/// plan() + allocation + run() in one call, returning what torch_npu's
+/// npu_fused_infer_attention_score returns. Same errors as plan() and run().
+Status fused_infer_attention_score(const FiaArgs& args, const Options& options, Outputs* outputs);
+
+}  // namespace fia

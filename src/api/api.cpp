@@ -1,0 +1,175 @@
+// The public two-phase API: plan() (layers 2 and 4) and run() (layer 5 of the chosen backend).
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "api/plan_state.hpp"
+#include "cpu/run.hpp"
+#include "fia/fia.hpp"
+#include "numeric/half.hpp"
+#include "reference/reference.hpp"
+#include "validate/build_problem.hpp"
+#include "validate/context.hpp"
+
+namespace fia {
+
+using detail::PlanState;
+using detail::Problem;
+
+Plan::Plan() = default;
+Plan::~Plan() = default;
+Plan::Plan(const Plan&) = default;
+Plan& Plan::operator=(const Plan&) = default;
+
+std::size_t Plan::workspace_bytes() const noexcept {
+  return state_ && state_->backend == Backend::kCpu ? state_->cpu.workspace_bytes : 0;
+}
+const std::vector<std::int64_t>& Plan::attention_out_shape() const noexcept { return state_->problem.out_shape; }
+DType Plan::attention_out_dtype() const noexcept { return state_->problem.out_dtype; }
+const std::vector<std::int64_t>& Plan::softmax_lse_shape() const noexcept { return state_->problem.lse_shape; }
+bool Plan::softmax_lse_flag() const noexcept { return state_->problem.lse; }
+
+namespace {
+
+Status resolve_backend(Backend requested, Backend* out) {
+  if (requested != Backend::kDefault) {
+    *out = requested;
+    return Status::Ok();
+  }
+  const char* env = std::getenv("FIA_BACKEND");
+  const std::string v = env ? env : "";
+  if (v.empty() || v == "cpu") {
+    *out = Backend::kCpu;
+  } else if (v == "reference") {
+    *out = Backend::kReference;
+  } else {
+    return {StatusCode::kInvalidArgument, "FIA_BACKEND", "must be 'cpu' or 'reference', got '" + v + "'"};
+  }
+  return Status::Ok();
+}
+
+/// Calls fn(linear index, element offset) for every element of a strided view, row-major.
+template <class Fn>
+void for_each_element(const std::vector<std::int64_t>& shape, const MutableTensorView& v, Fn fn) {
+  std::int64_t total = 1;
+  for (auto d : shape) total *= d;
+  if (total == 0) return;
+  std::vector<std::int64_t> idx(shape.size(), 0);
+  for (std::int64_t lin = 0; lin < total; ++lin) {
+    std::int64_t off = 0;
+    for (std::size_t k = 0; k < shape.size(); ++k) off += idx[k] * v.stride(k);
+    fn(lin, off);
+    for (std::size_t k = shape.size(); k-- > 0;) {
+      if (++idx[k] < shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+void store(MutableTensorView& v, std::int64_t off, double x) {
+  auto* base = static_cast<std::byte*>(v.data);
+  switch (v.dtype) {
+    case DType::F16: {
+      const std::uint16_t h = detail::f64_to_f16(x);
+      std::memcpy(base + off * 2, &h, 2);
+      break;
+    }
+    case DType::BF16: {
+      const std::uint16_t h = detail::f64_to_bf16(x);
+      std::memcpy(base + off * 2, &h, 2);
+      break;
+    }
+    case DType::F32: {
+      const float f = static_cast<float>(x);
+      std::memcpy(base + off * 4, &f, 4);
+      break;
+    }
+    default: break;
+  }
+}
+
+Status check_output(const char* name, const MutableTensorView& v, DType dtype, const std::vector<std::int64_t>& shape) {
+  if (v.dtype != dtype)
+    return {StatusCode::kInvalidArgument, name,
+            std::string("dtype must be ") + std::string(dtype_name(dtype)) + ", got " + std::string(dtype_name(v.dtype))};
+  if (v.shape != shape)
+    return {StatusCode::kInvalidArgument, name,
+            "shape must be " + detail::shape_str(shape) + ", got " + detail::shape_str(v.shape)};
+  if (!v.strides.empty() && v.strides.size() != v.shape.size())
+    return {StatusCode::kInvalidArgument, name, "strides must have one entry per axis"};
+  if (v.numel() > 0 && v.data == nullptr) return {StatusCode::kNullArgument, name, "data is null"};
+  if (v.numel() > 0 && !shape.empty() && shape.back() > 1 && v.stride(shape.size() - 1) != 1)
+    return {StatusCode::kUnsupported, name, "the innermost axis must have stride 1"};
+  return Status::Ok();
+}
+
+void run_reference(const Problem& p, MutableTensorView& out, MutableTensorView& lse) {
+  const detail::ReferenceResult r = detail::reference_compute(p);
+  for_each_element(p.out_shape, out, [&](std::int64_t lin, std::int64_t off) { store(out, off, r.out[lin]); });
+  if (p.lse)
+    for_each_element(p.lse_shape, lse, [&](std::int64_t lin, std::int64_t off) { store(lse, off, r.lse[lin]); });
+}
+
+void run_cpu(const PlanState& s, MutableTensorView& out, MutableTensorView& lse, void* workspace) {
+  const Problem& p = s.problem;
+  for_each_element(p.out_shape, out, [&](std::int64_t, std::int64_t off) { store(out, off, 0.0); });
+  if (p.lse) {
+    const double inf = std::numeric_limits<double>::infinity();
+    for_each_element(p.lse_shape, lse, [&](std::int64_t, std::int64_t off) { store(lse, off, inf); });
+  }
+  detail::OutputRows dst{p.out_index(out), p.lse ? p.lse_index(lse) : detail::RowIndex{}};
+  detail::cpu_run(p, s.cpu, dst, workspace, s.threads);
+}
+
+}  // namespace
+
+Status plan(const FiaArgs& args, const Options& options, Plan* out_plan) {
+  if (out_plan == nullptr) return {StatusCode::kNullArgument, "plan", "plan output is null"};
+  auto state = std::make_shared<PlanState>();
+  Status st = resolve_backend(options.backend, &state->backend);
+  if (!st.ok()) return st;
+  if (options.threads < 0)
+    return {StatusCode::kInvalidArgument, "threads", "threads must be >= 0, got " + std::to_string(options.threads)};
+  st = detail::build_problem(args, options.strict, &state->problem);
+  if (!st.ok()) return st;
+  state->threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  if (state->backend == Backend::kCpu) state->cpu = detail::make_cpu_plan(state->problem, state->threads);
+  out_plan->state_ = std::move(state);
+  return Status::Ok();
+}
+
+Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse, void* workspace,
+           std::size_t workspace_bytes) {
+  if (!plan.valid()) return {StatusCode::kInvalidArgument, "plan", "plan() has not succeeded on this plan"};
+  const PlanState& s = plan.state();
+  const Problem& p = s.problem;
+  Status st = check_output("attention_out", attention_out, p.out_dtype, p.out_shape);
+  if (!st.ok()) return st;
+  if (p.lse) {
+    st = check_output("softmax_lse", softmax_lse, DType::F32, p.lse_shape);
+    if (!st.ok()) return st;
+  }
+  if (workspace_bytes < plan.workspace_bytes() || (plan.workspace_bytes() > 0 && workspace == nullptr))
+    return {StatusCode::kInvalidArgument, "workspace",
+            "needs " + std::to_string(plan.workspace_bytes()) + " bytes, got " + std::to_string(workspace_bytes)};
+  if (s.backend == Backend::kReference) run_reference(p, attention_out, softmax_lse);
+  else run_cpu(s, attention_out, softmax_lse, workspace);
+  return Status::Ok();
+}
+
+Status fused_infer_attention_score(const FiaArgs& args, const Options& options, Outputs* outputs) {
+  if (outputs == nullptr) return {StatusCode::kNullArgument, "outputs", "outputs is null"};
+  Plan pl;
+  Status st = plan(args, options, &pl);
+  if (!st.ok()) return st;
+  outputs->attention_out = OwnedTensor(pl.attention_out_dtype(), pl.attention_out_shape());
+  outputs->softmax_lse = OwnedTensor(DType::F32, pl.softmax_lse_shape());  // zeros; {1} without the flag
+  std::vector<std::byte> workspace(pl.workspace_bytes());
+  return run(pl, outputs->attention_out.mutable_view(), outputs->softmax_lse.mutable_view(), workspace.data(),
+             workspace.size());
+}
+
+}  // namespace fia

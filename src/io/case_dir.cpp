@@ -1,0 +1,230 @@
+#include "io/case_dir.hpp"
+
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "io/npy.hpp"
+#include "io/safetensors.hpp"
+
+namespace fia::io {
+
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+Status bad(const std::string& name, const std::string& msg) { return {StatusCode::kInvalidArgument, name, msg}; }
+
+Status get_int(const json& v, const std::string& key, std::int64_t* out) {
+  if (!v.is_number_integer()) return bad(key, "must be an integer, got " + v.dump());
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+    return bad(key, "must fit in int64, got " + v.dump());
+  *out = v.get<std::int64_t>();
+  return Status::Ok();
+}
+
+Status get_int_list(const json& v, const std::string& key, std::optional<std::vector<std::int64_t>>* out) {
+  if (v.is_null()) {
+    out->reset();
+    return Status::Ok();
+  }
+  if (!v.is_array()) return bad(key, "must be a list of integers, got " + v.dump());
+  std::vector<std::int64_t> r;
+  for (const json& e : v) {
+    std::int64_t x;
+    if (!get_int(e, key, &x).ok()) return bad(key, "must be a list of integers, got element " + e.dump());
+    r.push_back(x);
+  }
+  *out = std::move(r);
+  return Status::Ok();
+}
+
+const std::set<std::string>& tensor_names() {
+  static const std::set<std::string> names = {
+      "query", "key", "value", "pse_shift", "atten_mask", "dequant_scale1", "quant_scale1", "dequant_scale2",
+      "quant_scale2", "quant_offset2", "antiquant_scale", "antiquant_offset", "block_table", "query_padding_size",
+      "kv_padding_size", "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale",
+      "value_antiquant_offset", "key_shared_prefix", "value_shared_prefix", "query_rope", "key_rope",
+      "key_rope_antiquant_scale", "dequant_scale_query", "learnable_sink"};
+  return names;
+}
+
+/// Splits "key.3" into ("key", 3); returns false for names without a numeric suffix.
+bool list_name(const std::string& name, std::string* base, std::size_t* index) {
+  const auto dot = name.rfind('.');
+  if (dot == std::string::npos || dot + 1 == name.size() || name.size() - dot > 7) return false;
+  for (std::size_t i = dot + 1; i < name.size(); ++i)
+    if (name[i] < '0' || name[i] > '9') return false;
+  *base = name.substr(0, dot);
+  *index = std::stoul(name.substr(dot + 1));
+  return true;
+}
+
+TensorView* optional_slot(FiaArgs& a, const std::string& name) {
+  const std::pair<const char*, TensorView*> slots[] = {
+      {"query", &a.query},
+      {"pse_shift", &a.pse_shift},
+      {"atten_mask", &a.atten_mask},
+      {"dequant_scale1", &a.dequant_scale1},
+      {"quant_scale1", &a.quant_scale1},
+      {"dequant_scale2", &a.dequant_scale2},
+      {"quant_scale2", &a.quant_scale2},
+      {"quant_offset2", &a.quant_offset2},
+      {"antiquant_scale", &a.antiquant_scale},
+      {"antiquant_offset", &a.antiquant_offset},
+      {"block_table", &a.block_table},
+      {"query_padding_size", &a.query_padding_size},
+      {"kv_padding_size", &a.kv_padding_size},
+      {"key_antiquant_scale", &a.key_antiquant_scale},
+      {"key_antiquant_offset", &a.key_antiquant_offset},
+      {"value_antiquant_scale", &a.value_antiquant_scale},
+      {"value_antiquant_offset", &a.value_antiquant_offset},
+      {"key_shared_prefix", &a.key_shared_prefix},
+      {"value_shared_prefix", &a.value_shared_prefix},
+      {"query_rope", &a.query_rope},
+      {"key_rope", &a.key_rope},
+      {"key_rope_antiquant_scale", &a.key_rope_antiquant_scale},
+      {"dequant_scale_query", &a.dequant_scale_query},
+      {"learnable_sink", &a.learnable_sink},
+  };
+  for (const auto& [n, slot] : slots)
+    if (name == n) return slot;
+  return nullptr;
+}
+
+/// Points the FiaArgs tensor slots at the loaded tensors; builds key/value tensor lists.
+Status bind_tensors(Case* c) {
+  FiaArgs& a = c->args;
+  std::map<std::string, std::map<std::size_t, const OwnedTensor*>> lists;
+  for (const auto& [name, t] : c->tensors) {
+    std::string base;
+    std::size_t index;
+    if (name == "key" || name == "value") {
+      (name == "key" ? a.key : a.value) = {t.view()};
+    } else if (list_name(name, &base, &index) && (base == "key" || base == "value")) {
+      lists[base][index] = &t;
+    } else if (TensorView* slot = optional_slot(a, name)) {
+      *slot = t.view();
+    } else {
+      return bad(name, "unknown tensor name (expected a torch_npu input name, or key.N / value.N)");
+    }
+  }
+  for (const char* base : {"key", "value"}) {
+    auto it = lists.find(base);
+    if (it == lists.end()) continue;
+    std::vector<TensorView>& dst = std::string(base) == "key" ? a.key : a.value;
+    if (!dst.empty()) return bad(base, std::string("both '") + base + "' and '" + base + ".N' tensors are given");
+    std::size_t expect = 0;
+    for (const auto& [index, t] : it->second) {
+      if (index != expect)
+        return bad(base, std::string("tensor-list entries must be numbered 0, 1, 2, ...; missing ") + base + "." +
+                             std::to_string(expect));
+      dst.push_back(t->view());
+      ++expect;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status parse_params(const std::string& json_text, FiaArgs* args) {
+  const json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return bad("params.json", "must hold a JSON object");
+  FiaArgs& a = *args;
+  if (j.contains("scale") && j.contains("scale_value"))
+    return bad("scale", "both scale and its alias scale_value are given");
+  const std::pair<const char*, std::int64_t*> ints[] = {
+      {"num_heads", &a.num_heads},
+      {"pre_tokens", &a.pre_tokens},
+      {"next_tokens", &a.next_tokens},
+      {"num_key_value_heads", &a.num_key_value_heads},
+      {"sparse_mode", &a.sparse_mode},
+      {"inner_precise", &a.inner_precise},
+      {"block_size", &a.block_size},
+      {"antiquant_mode", &a.antiquant_mode},
+      {"key_antiquant_mode", &a.key_antiquant_mode},
+      {"value_antiquant_mode", &a.value_antiquant_mode},
+      {"query_quant_mode", &a.query_quant_mode},
+  };
+  const std::pair<const char*, std::optional<std::vector<std::int64_t>>*> lists[] = {
+      {"actual_seq_lengths", &a.actual_seq_lengths},
+      {"actual_seq_lengths_kv", &a.actual_seq_lengths_kv},
+      {"actual_shared_prefix_len", &a.actual_shared_prefix_len},
+  };
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const json& v = it.value();
+    bool known = false;
+    for (const auto& [name, slot] : ints) {
+      if (key != name) continue;
+      known = true;
+      Status st = get_int(v, key, slot);
+      if (!st.ok()) return st;
+    }
+    for (const auto& [name, slot] : lists) {
+      if (key != name) continue;
+      known = true;
+      Status st = get_int_list(v, key, slot);
+      if (!st.ok()) return st;
+    }
+    if (key == "scale" || key == "scale_value") {
+      known = true;
+      if (!v.is_number()) return bad(key, "must be a number, got " + v.dump());
+      a.scale = v.get<double>();
+    } else if (key == "input_layout") {
+      known = true;
+      if (!v.is_string()) return bad(key, "must be a string, got " + v.dump());
+      a.input_layout = v.get<std::string>();
+    } else if (key == "softmax_lse_flag") {
+      known = true;
+      if (!v.is_boolean()) return bad(key, "must be true or false, got " + v.dump());
+      a.softmax_lse_flag = v.get<bool>();
+    }
+    if (!known) return bad(key, "unknown parameter");
+  }
+  return Status::Ok();
+}
+
+Status load_case(const std::string& dir, Case* out) {
+  if (!fs::is_directory(dir)) return bad("CASE_DIR", "not a directory: " + dir);
+  const fs::path root(dir);
+  if (fs::exists(root / "params.json")) {
+    std::vector<unsigned char> text;
+    if (!read_file((root / "params.json").string(), &text)) return bad("params.json", "cannot read the file");
+    Status st = parse_params(std::string(text.begin(), text.end()), &out->args);
+    if (!st.ok()) return st;
+  }
+  if (fs::exists(root / "inputs.safetensors")) {
+    TensorFile f;
+    Status st = read_safetensors((root / "inputs.safetensors").string(), &f);
+    if (!st.ok()) return st;
+    out->tensors = std::move(f.tensors);
+  }
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (entry.path().extension() != ".npy") continue;
+    const std::string name = entry.path().stem().string();
+    std::string base;
+    std::size_t index;
+    const bool known = tensor_names().count(name) || (list_name(name, &base, &index) && (base == "key" || base == "value"));
+    if (!known) return bad(name, "unknown tensor name in " + entry.path().filename().string());
+    if (out->tensors.count(name)) return bad(name, "given both in inputs.safetensors and as " + name + ".npy");
+    OwnedTensor t;
+    Status st = read_npy(entry.path().string(), &t);
+    if (!st.ok()) return st;
+    out->tensors[name] = std::move(t);
+  }
+  return bind_tensors(out);
+}
+
+Status write_outputs(const std::string& out_dir, const Outputs& outputs) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return {StatusCode::kInternal, "OUT_DIR", "cannot create " + out_dir + ": " + ec.message()};
+  return write_safetensors((fs::path(out_dir) / "outputs.safetensors").string(),
+                           {{"attention_out", &outputs.attention_out}, {"softmax_lse", &outputs.softmax_lse}});
+}
+
+}  // namespace fia::io

@@ -1,0 +1,36 @@
+// Case folders (CASE-FORMAT.md): params.json + inputs.safetensors (+ NAME.npy) -> FiaArgs.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "fia/args.hpp"
+#include "fia/fia.hpp"
+#include "fia/status.hpp"
+
+namespace fia::io {
+
+/// A loaded case: the call's arguments and the tensors they view.
+struct Case {
+  FiaArgs args;
+  std::map<std::string, OwnedTensor> tensors;  ///< owns every tensor `args` points into
+
+  Case() = default;
+  Case(const Case&) = delete;
+  Case& operator=(const Case&) = delete;
+};
+
+/// Parses params.json text into the attributes and host arrays of `args`. Unknown keys, wrong
+/// JSON types, and `scale` given together with its alias `scale_value` are errors naming the key.
+Status parse_params(const std::string& json_text, FiaArgs* args);
+
+/// Loads CASE_DIR: params.json (optional), inputs.safetensors (optional) and NAME.npy files.
+/// Tensor names are the torch_npu names; `key.0`, `key.1`, ... (and `value.N`) form a tensor list.
+/// A name given twice (safetensors and .npy), an unknown tensor name, or a malformed file is an
+/// error naming the offending key, tensor or file.
+Status load_case(const std::string& dir, Case* out);
+
+/// Writes OUT_DIR/outputs.safetensors with attention_out and softmax_lse (creates OUT_DIR).
+Status write_outputs(const std::string& out_dir, const Outputs& outputs);
+
+}  // namespace fia::io

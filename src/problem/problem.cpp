@@ -1,0 +1,78 @@
+#include "problem/problem.hpp"
+
+#include <algorithm>
+#include <cstddef>
+
+namespace fia::detail {
+
+namespace {
+const void* advance(const void* base, std::int64_t elements, std::size_t elem_size) {
+  return static_cast<const std::byte*>(base) + elements * static_cast<std::int64_t>(elem_size);
+}
+}  // namespace
+
+KvRun Problem::locate(std::int64_t b, std::int64_t h, std::int64_t j) const {
+  const std::size_t es = dtype_size(dtype);
+  for (const KvSegment& seg : segments) {
+    const std::int64_t len = seg.length[b];
+    if (j >= len) {
+      j -= len;
+      continue;
+    }
+    KvRun run;
+    if (!seg.paged) {
+      auto at = [&](const KvTensorRows& rows, const void** ptr, std::int64_t* stride) {
+        const auto& r = rows.batch[b];
+        *ptr = advance(r.base, h * r.head_stride + j * r.token_stride, es);
+        *stride = r.token_stride;
+      };
+      at(seg.key, &run.key, &run.key_stride);
+      at(seg.value, &run.value, &run.value_stride);
+      if (rope_dim > 0) at(seg.key_rope, &run.key_rope, &run.rope_stride);
+      run.count = len - j;
+    } else {
+      const std::int64_t blk = seg.block_table[b * seg.table_stride + j / seg.block_size];
+      const std::int64_t off = j % seg.block_size;
+      auto at = [&](const KvTensorRows& rows, const void** ptr, std::int64_t* stride) {
+        *ptr = advance(rows.pool, blk * rows.block_stride + h * rows.head_stride +
+                                      off * rows.token_stride, es);
+        *stride = rows.token_stride;
+      };
+      at(seg.key, &run.key, &run.key_stride);
+      at(seg.value, &run.value, &run.value_stride);
+      if (rope_dim > 0) at(seg.key_rope, &run.key_rope, &run.rope_stride);
+      run.count = std::min(seg.block_size - off, len - j);
+    }
+    return run;
+  }
+  return {};
+}
+
+RowIndex Problem::out_index(const MutableTensorView& out) const {
+  const AxisPos p = axis_positions(out_layout);
+  RowIndex r;
+  r.base = out.data;
+  r.row_stride = out.stride(p.s);
+  r.head_stride = out_layout == Layout::kBSH ? v_dim * out.stride(2) : out.stride(p.n);
+  r.batch_offset.resize(batch);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const std::int64_t first = token_layout ? q_token_start[b] * r.row_stride : b * out.stride(p.b);
+    r.batch_offset[b] = first + q_start[b] * r.row_stride;
+  }
+  return r;
+}
+
+RowIndex Problem::lse_index(const MutableTensorView& lse_view) const {
+  RowIndex r;
+  r.base = lse_view.data;
+  r.head_stride = lse_view.stride(1);
+  r.row_stride = token_layout ? lse_view.stride(0) : lse_view.stride(2);
+  r.batch_offset.resize(batch);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const std::int64_t first = token_layout ? q_token_start[b] * r.row_stride : b * lse_view.stride(0);
+    r.batch_offset[b] = first + q_start[b] * r.row_stride;
+  }
+  return r;
+}
+
+}  // namespace fia::detail

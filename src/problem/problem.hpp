@@ -1,0 +1,146 @@
+// The canonical Problem: one layout-free description of a validated FIA call (DESIGN.md).
+//
+// Every layout, storage mode, length rule and sparse mode is resolved by layer 2 (validate/)
+// into the fields below. Kernels and the reference read only this.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "args/layout.hpp"
+#include "fia/tensor.hpp"
+
+namespace fia::detail {
+
+/// Offsets farther than any sequence: used for "no band limit".
+inline constexpr std::int64_t kFar = std::int64_t{1} << 52;
+
+/// Rows of a tensor indexed by (batch, head, row): element offset
+///   batch_offset[b] + head * head_stride + row * row_stride,  innermost axis contiguous.
+struct RowIndex {
+  const void* base = nullptr;
+  std::vector<std::int64_t> batch_offset;
+  std::int64_t head_stride = 0;
+  std::int64_t row_stride = 0;
+
+  std::int64_t offset(std::int64_t b, std::int64_t n, std::int64_t i) const {
+    return batch_offset[b] + n * head_stride + i * row_stride;
+  }
+};
+
+/// Where the token rows of one KV tensor (key, value or key_rope) live.
+///   batched: token t of batch b, KV head h at  batch[b].base + h*head_stride + t*token_stride
+///   paged:   block blk = block_table[b][t / block_size]; at
+///            pool + blk*block_stride + h*head_stride + (t % block_size)*token_stride
+struct KvTensorRows {
+  struct Batch {
+    const void* base = nullptr;
+    std::int64_t head_stride = 0;
+    std::int64_t token_stride = 0;
+  };
+  std::vector<Batch> batch;  ///< batched addressing (contiguous KV, tensor list, shared prefix)
+  const void* pool = nullptr;  ///< paged addressing
+  std::int64_t block_stride = 0, head_stride = 0, token_stride = 0;
+};
+
+/// One segment of the logical KV axis: the shared prefix, or the batch's own KV (DESIGN.md
+/// KvSource). `length[b]` tokens of batch b, addressed contiguously per batch or through a block
+/// table. Key, value and key_rope share the addressing.
+struct KvSegment {
+  bool paged = false;
+  const std::int32_t* block_table = nullptr;  ///< paged: row b at block_table + b*table_stride
+  std::int64_t table_stride = 0;
+  std::int64_t block_size = 0;
+  KvTensorRows key, value, key_rope;  ///< key_rope used only when Problem::rope_dim > 0
+  std::vector<std::int64_t> length;
+};
+
+/// A run of consecutive tokens [t, t + count) of one (segment, batch, head) with constant strides.
+struct KvRun {
+  const void* key = nullptr;
+  const void* value = nullptr;
+  const void* key_rope = nullptr;
+  std::int64_t key_stride = 0, value_stride = 0, rope_stride = 0;  ///< elements between tokens
+  std::int64_t count = 0;
+};
+
+/// Byte view of a mask or bias indexed by (batch, [head,] physical row, physical column).
+struct BiasIndex {
+  const void* base = nullptr;
+  DType dtype = DType::U8;
+  std::int64_t batch_stride = 0;  ///< 0 when broadcast over batch
+  std::int64_t head_stride = 0;   ///< pse only
+  std::int64_t row_stride = 0;    ///< 0 when one row serves every query row
+  std::int64_t col_stride = 1;
+};
+
+/// The canonical problem (FIA-SPEC 1): for batch b, query head n (KV head n / group),
+/// logical query rows i in [0, act_q[b]) and logical KV columns j in [0, prefix_len + act_kv[b]).
+struct Problem {
+  // --- sizes -----------------------------------------------------------------------------
+  std::int64_t batch = 0;
+  std::int64_t num_heads = 0;     ///< Q_N
+  std::int64_t num_kv_heads = 0;  ///< KV_N
+  std::int64_t group = 1;         ///< G = Q_N / KV_N
+  std::int64_t qk_dim = 0;        ///< QK_D (without rope)
+  std::int64_t rope_dim = 0;      ///< 0 without MLA rope
+  std::int64_t v_dim = 0;         ///< V_D
+  DType dtype = DType::F16;       ///< query/key/value element type (F16, BF16, F32)
+
+  // --- lengths (FIA-SPEC 7, 11) ---------------------------------------------------------
+  std::vector<std::int64_t> act_q;   ///< computed query rows per batch
+  std::vector<std::int64_t> q_start; ///< physical row of logical row 0 (left padding), per batch
+  std::int64_t prefix_len = 0;       ///< P
+  std::vector<std::int64_t> kv_col_offset;  ///< physical mask/pse column = j + kv_col_offset[b]
+
+  // --- operands ---------------------------------------------------------------------------
+  RowIndex query;       ///< rows i (physical row q_start[b] + i already folded into batch_offset)
+  RowIndex query_rope;  ///< as query, when rope_dim > 0
+  std::vector<KvSegment> segments;  ///< in logical order: [shared prefix,] own KV
+
+  // --- visibility (FIA-SPEC 6) ------------------------------------------------------------
+  /// Band: column j is in band for row i iff i + band_lo[b] <= j <= i + band_hi[b].
+  std::vector<std::int64_t> band_lo, band_hi;
+  bool has_mask = false;
+  BiasIndex mask;  ///< full mask (modes 0/1, legacy decode); nonzero byte = masked
+
+  // --- additive terms ------------------------------------------------------------------------
+  float scale = 1.0f;
+  bool has_pse = false;
+  BiasIndex pse;
+  bool has_sink = false;
+  std::vector<float> sink;  ///< per query head
+
+  // --- outputs -------------------------------------------------------------------------------
+  DType out_dtype = DType::F16;
+  std::vector<std::int64_t> out_shape;  ///< attention_out (FIA-SPEC 3.1)
+  bool lse = false;                     ///< softmax_lse_flag
+  std::vector<std::int64_t> lse_shape;  ///< (B, Q_N, Q_S, 1) or (T, Q_N, 1); {1} without the flag
+  Layout out_layout = Layout::kBSH;
+  bool token_layout = false;                 ///< TND/NTD family: rows addressed by q_token_start
+  std::vector<std::int64_t> q_token_start;   ///< token layouts: first T row of each batch
+
+  /// Row addressing of an attention_out tensor of shape out_shape: row i of (b, n) is the
+  /// physical row q_start[b] + i.
+  RowIndex out_index(const MutableTensorView& out) const;
+  /// Row addressing of a softmax_lse tensor of shape lse_shape (one F32 per row).
+  RowIndex lse_index(const MutableTensorView& lse_view) const;
+
+  // --- derived helpers -----------------------------------------------------------------------
+  std::int64_t kv_len(std::int64_t b) const {
+    std::int64_t n = 0;
+    for (const auto& s : segments) n += s.length[b];
+    return n;
+  }
+  /// True when element (b, i, j) of the full mask masks the pair.
+  bool masked(std::int64_t b, std::int64_t i, std::int64_t j) const {
+    const auto* m = static_cast<const std::uint8_t*>(mask.base);
+    return m[b * mask.batch_stride + (q_start[b] + i) * mask.row_stride +
+             (j + kv_col_offset[b]) * mask.col_stride] != 0;
+  }
+  /// Locates logical token j (on the prefix-inclusive axis) of batch b, KV head h.
+  KvRun locate(std::int64_t b, std::int64_t h, std::int64_t j) const;
+};
+
+}  // namespace fia::detail

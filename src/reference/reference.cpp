@@ -1,0 +1,123 @@
+// FIA-SPEC 1 and 5, step by step, in float64. Written for reading, not for speed.
+#include "reference/reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "numeric/half.hpp"
+
+namespace fia::detail {
+
+namespace {
+
+double load(const void* base, DType t, std::int64_t i) {
+  switch (t) {
+    case DType::F16: return f16_to_f32(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::BF16: return bf16_to_f32(static_cast<const std::uint16_t*>(base)[i]);
+    case DType::F32: return static_cast<const float*>(base)[i];
+    default: return 0.0;
+  }
+}
+
+/// Step 7: the unnormalised exponential rounded to the query dtype.
+double round_to(double x, DType t) {
+  switch (t) {
+    case DType::F16: return f16_to_f32(f64_to_f16(x));
+    case DType::BF16: return bf16_to_f32(f64_to_bf16(x));
+    case DType::F32: return static_cast<float>(x);
+    default: return x;
+  }
+}
+
+double dot(const void* a, const void* b, DType t, std::int64_t n) {
+  double s = 0.0;
+  for (std::int64_t d = 0; d < n; ++d) s += load(a, t, d) * load(b, t, d);
+  return s;
+}
+
+const void* row(const RowIndex& r, DType t, std::int64_t b, std::int64_t n, std::int64_t i) {
+  return static_cast<const std::byte*>(r.base) + r.offset(b, n, i) * static_cast<std::int64_t>(dtype_size(t));
+}
+
+}  // namespace
+
+ReferenceResult reference_compute(const Problem& p) {
+  ReferenceResult res;
+  std::int64_t out_numel = 1, lse_numel = 1;
+  for (auto d : p.out_shape) out_numel *= d;
+  for (auto d : p.lse_shape) lse_numel *= d;
+  res.out.assign(out_numel, 0.0);  // rows never computed stay 0 (7.6)
+  if (p.lse) res.lse.assign(lse_numel, std::numeric_limits<double>::infinity());
+  // Offsets into row-major copies of the outputs.
+  const RowIndex out_rows = p.out_index(MutableTensorView(nullptr, p.out_dtype, p.out_shape));
+  const RowIndex lse_rows = p.lse_index(MutableTensorView(nullptr, DType::F32, p.lse_shape));
+  const DType t = p.dtype;
+  const double scale = p.scale;  // float32 value (25.1 #13)
+
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const std::int64_t L = p.kv_len(b);  // P + act_kv[b]
+    for (std::int64_t n = 0; n < p.num_heads; ++n) {
+      const std::int64_t h = n / p.group;  // section 4
+      for (std::int64_t i = 0; i < p.act_q[b]; ++i) {
+        const void* q = row(p.query, t, b, n, i);
+        const void* qr = p.rope_dim > 0 ? row(p.query_rope, t, b, n, i) : nullptr;
+        // Steps 2-5: scores of the allowed columns.
+        std::vector<double> s(L);
+        std::vector<char> allowed(L, 0);
+        bool any = false;
+        for (std::int64_t j = 0; j < L; ++j) {
+          const bool in_band = j >= i + p.band_lo[b] && j <= i + p.band_hi[b];
+          if (!in_band || (p.has_mask && p.masked(b, i, j))) continue;
+          const KvRun kv = p.locate(b, h, j);
+          double score = dot(q, kv.key, t, p.qk_dim);
+          if (qr) score += dot(qr, kv.key_rope, t, p.rope_dim);  // 15.1
+          score *= scale;                                       // step 3
+          if (p.has_pse) {                                      // step 4: after scaling
+            const BiasIndex& x = p.pse;
+            score += load(x.base, x.dtype,
+                          b * x.batch_stride + n * x.head_stride + (p.q_start[b] + i) * x.row_stride +
+                              (j + p.kv_col_offset[b]) * x.col_stride);
+          }
+          s[j] = score;
+          allowed[j] = 1;
+          any = true;
+        }
+        if (!any) continue;  // fully masked row: 0 and +inf (6.7, 25.1 #1)
+        // Step 6: max over allowed columns, exponentials, their sum.
+        double m = -std::numeric_limits<double>::infinity();
+        for (std::int64_t j = 0; j < L; ++j)
+          if (allowed[j]) m = std::max(m, s[j]);
+        double l = 0.0;
+        std::vector<double> acc(p.v_dim, 0.0);
+        for (std::int64_t j = 0; j < L; ++j) {
+          if (!allowed[j]) continue;
+          const double e = std::exp(s[j] - m);
+          l += e;
+          const double pe = round_to(e, t);  // step 7
+          const KvRun kv = p.locate(b, h, j);
+          for (std::int64_t d = 0; d < p.v_dim; ++d) acc[d] += pe * load(kv.value, t, d);  // step 8
+        }
+        // Section 16: the sink adds exp(sink - m) to the denominator only. Stabilised with
+        // m' = max(m, sink), which is mathematically the same.
+        double lse = 0.0;
+        double norm = 1.0 / l;
+        if (p.has_sink) {
+          const double sink = p.sink[n];
+          const double m2 = std::max(m, sink);
+          const double denom = l * std::exp(m - m2) + std::exp(sink - m2);
+          norm = std::exp(m - m2) / denom;
+          lse = m2 + std::log(denom);
+        } else {
+          lse = m + std::log(l);  // section 17
+        }
+        const std::int64_t o = out_rows.offset(b, n, i);
+        for (std::int64_t d = 0; d < p.v_dim; ++d) res.out[o + d] = acc[d] * norm;
+        if (p.lse) res.lse[lse_rows.offset(b, n, i)] = lse;
+      }
+    }
+  }
+  return res;
+}
+
+}  // namespace fia::detail

@@ -1,0 +1,149 @@
+// FIA-SPEC 20.1: presence, sizes, dtypes and the quantization parameters.
+#include <limits>
+#include <utility>
+
+#include "validate/context.hpp"
+
+namespace fia::detail {
+
+namespace {
+
+constexpr std::size_t kMaxRank = 8;
+
+/// A view must describe a real array: sane rank, non-negative dims, a size that fits, strides of
+/// the right count, data unless it is empty, and (for operands the kernels read row by row) a unit
+/// innermost stride.
+Status check_view(const std::string& name, const TensorView& t, bool rows = true) {
+  if (t.rank() > kMaxRank) return invalid(name, cat("rank must be <= ", kMaxRank, ", got ", t.rank()));
+  if (!t.strides.empty() && t.strides.size() != t.rank())
+    return invalid(name, cat("strides must have one entry per axis (", t.rank(), "), got ", t.strides.size()));
+  std::int64_t numel = 1;
+  for (auto d : t.shape) {
+    if (d < 0) return invalid(name, cat("dimensions must be >= 0, got shape ", shape_str(t.shape)));
+    if (d != 0 && numel > (std::int64_t{1} << 48) / d)
+      return invalid(name, cat("too many elements, got shape ", shape_str(t.shape)));
+    numel *= d;
+  }
+  if (numel > 0 && t.data == nullptr) return null_argument(name, cat("data is null for shape ", shape_str(t.shape)));
+  if (rows && numel > 0 && t.rank() > 0 && t.shape.back() > 1 && t.stride(t.rank() - 1) != 1)
+    return unsupported(name, cat("the innermost axis must have stride 1, got stride ", t.stride(t.rank() - 1)));
+  return Status::Ok();
+}
+
+bool is_float(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32; }
+
+std::string dname(DType t) { return std::string(dtype_name(t)); }
+
+}  // namespace
+
+Status check_tensors(Ctx& c) {
+  const FiaArgs& a = c.a;
+  // 20.1 #1: required tensors.
+  if (!a.query.present()) return null_argument("query", "query is required, got null");
+  if (a.key.empty() || !a.key[0].present()) return null_argument("key", "key is required, got null");
+  if (a.value.empty() || !a.value[0].present()) return null_argument("value", "value is required, got null");
+  if (a.key.size() != a.value.size())
+    return invalid("value", cat("value must hold as many tensors as key (", a.key.size(), "), got ", a.value.size()));
+
+  FIA_RETURN_IF_ERROR(check_view("query", a.query));
+  for (std::size_t i = 0; i < a.key.size(); ++i) {
+    if (!a.key[i].present()) return null_argument("key", cat("key tensor ", i, " is null"));
+    if (!a.value[i].present()) return null_argument("value", cat("value tensor ", i, " is null"));
+    FIA_RETURN_IF_ERROR(check_view("key", a.key[i]));
+    FIA_RETURN_IF_ERROR(check_view("value", a.value[i]));
+  }
+  const std::pair<const char*, const TensorView*> optional[] = {
+      {"pse_shift", &a.pse_shift},
+      {"atten_mask", &a.atten_mask},
+      {"dequant_scale1", &a.dequant_scale1},
+      {"quant_scale1", &a.quant_scale1},
+      {"dequant_scale2", &a.dequant_scale2},
+      {"quant_scale2", &a.quant_scale2},
+      {"quant_offset2", &a.quant_offset2},
+      {"antiquant_scale", &a.antiquant_scale},
+      {"antiquant_offset", &a.antiquant_offset},
+      {"block_table", &a.block_table},
+      {"query_padding_size", &a.query_padding_size},
+      {"kv_padding_size", &a.kv_padding_size},
+      {"key_antiquant_scale", &a.key_antiquant_scale},
+      {"key_antiquant_offset", &a.key_antiquant_offset},
+      {"value_antiquant_scale", &a.value_antiquant_scale},
+      {"value_antiquant_offset", &a.value_antiquant_offset},
+      {"key_shared_prefix", &a.key_shared_prefix},
+      {"value_shared_prefix", &a.value_shared_prefix},
+      {"query_rope", &a.query_rope},
+      {"key_rope", &a.key_rope},
+      {"key_rope_antiquant_scale", &a.key_rope_antiquant_scale},
+      {"dequant_scale_query", &a.dequant_scale_query},
+      {"learnable_sink", &a.learnable_sink},
+  };
+  for (const auto& [name, view] : optional) {
+    if (!view->present()) continue;
+    const std::string n = name;
+    const bool rows = n == "query_rope" || n == "key_rope" || n == "key_shared_prefix" || n == "value_shared_prefix";
+    FIA_RETURN_IF_ERROR(check_view(name, *view, rows));
+  }
+
+  // 20.1 #2, #4: dtypes of query, key and value.
+  const DType q = a.query.dtype;
+  const bool q_ok = q == DType::F16 || q == DType::BF16 || q == DType::I8 || (q == DType::F32 && !c.strict);
+  if (!q_ok)
+    return invalid("query", cat("query dtype must be FLOAT16, BFLOAT16 or INT8", c.strict ? "" : " (or F32)",
+                                ", got ", dname(q)));
+  auto kv_ok = [&](DType t) {
+    return t == DType::F16 || t == DType::BF16 || t == DType::I8 || t == DType::I32 ||
+           (t == DType::F32 && !c.strict);
+  };
+  const DType k = a.key[0].dtype;
+  const DType v = a.value[0].dtype;
+  const char* kv_list = c.strict ? "FLOAT16, BFLOAT16, INT8 or INT32 (packed INT4)"
+                                 : "FLOAT16, BFLOAT16, F32, INT8 or INT32 (packed INT4)";
+  if (!kv_ok(k)) return invalid("key", cat("key dtype must be ", kv_list, ", got ", dname(k)));
+  if (!kv_ok(v)) return invalid("value", cat("value dtype must be ", kv_list, ", got ", dname(v)));
+  if (k != v) return invalid("value", cat("key dtype ", dname(k), " and value dtype ", dname(v), " differ"));
+  for (std::size_t i = 1; i < a.key.size(); ++i) {
+    if (a.key[i].dtype != k)
+      return invalid("key", cat("every key tensor must have dtype ", dname(k), ", got ", dname(a.key[i].dtype),
+                                " for tensor ", i));
+    if (a.value[i].dtype != k)
+      return invalid("value", cat("every value tensor must have dtype ", dname(k), ", got ",
+                                  dname(a.value[i].dtype), " for tensor ", i));
+  }
+
+  // Quantized calls (FIA-SPEC 12-14) are valid requests fia does not compute yet.
+  if (q == DType::I8) return unsupported("query", "INT8 query (full quantization, FIA-SPEC 13) is not supported yet");
+  if (k == DType::I8 || k == DType::I32)
+    return unsupported("key", cat(dname(k), " key/value (KV antiquantization, FIA-SPEC 12) is not supported yet"));
+  if (k != q)
+    return invalid("key", cat("key and value dtype must equal the query dtype ", dname(q), ", got ", dname(k)));
+  c.dtype = q;
+
+  // 20.1 #5: quantization parameters in a call that does not use them.
+  const std::pair<const char*, const TensorView*> antiquant[] = {
+      {"antiquant_scale", &a.antiquant_scale},
+      {"antiquant_offset", &a.antiquant_offset},
+      {"key_antiquant_scale", &a.key_antiquant_scale},
+      {"key_antiquant_offset", &a.key_antiquant_offset},
+      {"value_antiquant_scale", &a.value_antiquant_scale},
+      {"value_antiquant_offset", &a.value_antiquant_offset},
+  };
+  for (const auto& [name, view] : antiquant)
+    if (view->present())
+      return invalid(name, cat("only used with INT8/INT4 key and value, got ", dname(k), " key and value"));
+  const std::pair<const char*, const TensorView*> fullquant[] = {
+      {"dequant_scale1", &a.dequant_scale1},
+      {"quant_scale1", &a.quant_scale1},
+      {"dequant_scale2", &a.dequant_scale2},
+      {"dequant_scale_query", &a.dequant_scale_query},
+  };
+  for (const auto& [name, view] : fullquant)
+    if (view->present()) return invalid(name, cat("only used with an INT8 query, got ", dname(q), " query"));
+  if (a.quant_offset2.present() && !a.quant_scale2.present())
+    return invalid("quant_offset2", "requires quant_scale2, got quant_offset2 alone");
+  if (a.quant_scale2.present())
+    return unsupported("quant_scale2", "output quantization to INT8 (FIA-SPEC 14) is not supported yet");
+  if (!is_float(q)) return invalid("query", cat("unexpected query dtype ", dname(q)));
+  return Status::Ok();
+}
+
+}  // namespace fia::detail

@@ -1,0 +1,85 @@
+// Shared state of layer 2 (validation): what the checks have derived so far.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "args/layout.hpp"
+#include "fia/args.hpp"
+#include "fia/status.hpp"
+#include "problem/problem.hpp"
+
+namespace fia::detail {
+
+enum class Storage { kContiguous, kTensorList, kPaged };
+
+/// Everything the checks derive from FiaArgs, in the order they derive it.
+struct Ctx {
+  Ctx(const FiaArgs& args, bool strict_mode) : a(args), strict(strict_mode) {}
+
+  const FiaArgs& a;
+  bool strict;
+
+  LayoutPair layout;
+  DType dtype = DType::F16;  // query/key/value
+  Storage storage = Storage::kContiguous;
+
+  std::int64_t batch = 0;     // B
+  std::int64_t q_seq = 0;     // Q_S (query S axis; T for token layouts until lengths are read)
+  std::int64_t q_tokens = 0;  // T_q (token layouts)
+  std::int64_t num_heads = 0, num_kv_heads = 0;
+  std::int64_t qk_dim = 0, v_dim = 0, rope_dim = 0;
+  std::int64_t kv_seq = 0;  // KV_S of contiguous KV (T_kv for token layouts)
+  std::vector<std::int64_t> list_seq;  // tensor list: S_b
+  std::int64_t block_num = 0, max_blocks = 0;  // paged
+  bool paged_bnbsd = false;  // paged cache layout (block_num, KV_N, block_size, D)
+  bool rope = false, decode_mla = false, legacy_decode = false;
+  bool empty_kv = false;  // every key/value tensor is empty (FIA-SPEC 19)
+
+  std::vector<std::int64_t> act_q, act_kv, q_start, kv_start;
+  std::vector<std::int64_t> q_token_start, kv_token_start;  // token layouts: cumulative starts
+  std::int64_t prefix_seq = 0, prefix_len = 0;  // prefix_S and P
+  bool has_prefix = false;
+  bool q_padding = false, kv_padding = false;  // padding tensors present
+  bool has_mask = false, has_pse = false, has_sink = false;
+
+  /// KV_S as FIA uses it for mask/pse widths: contiguous KV_S, max S_b, or max_blocks*block_size.
+  std::int64_t kv_width() const;
+};
+
+/// Formats a shape as "[2, 4, 64]".
+std::string shape_str(const std::vector<std::int64_t>& shape);
+
+/// Builds a Status; the message follows "<what was expected>, got <what was given>".
+Status invalid(const std::string& parameter, const std::string& message);
+Status unsupported(const std::string& parameter, const std::string& message);
+Status null_argument(const std::string& parameter, const std::string& message);
+
+/// Concatenates streamable values into a string.
+template <class... T>
+std::string cat(const T&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+
+#define FIA_RETURN_IF_ERROR(expr)        \
+  do {                                   \
+    ::fia::Status fia_status_ = (expr);  \
+    if (!fia_status_.ok()) return fia_status_; \
+  } while (0)
+
+// The check groups, in the order build_problem runs them. Each returns the first broken rule.
+Status check_tensors(Ctx& c);     // presence, sizes, dtypes, quant parameters (20.1)
+Status check_shapes(Ctx& c);      // layout, ranks, heads, head dims, storage, rope (20.2, 20.6-7)
+Status check_lengths(Ctx& c);     // actual lengths, TND, padding, prefix (20.3, 20.8-9)
+Status check_visibility(Ctx& c);  // sparse mode, mask, band, pse (20.4-5)
+Status check_misc(Ctx& c);        // sink, LSE, inner_precise (20.12)
+Status check_hardware(Ctx& c);    // Ascend hardware limits, strict mode only (25.2)
+
+/// Fills the Problem from a context that passed every check.
+void fill_problem(const Ctx& c, Problem* p);
+
+}  // namespace fia::detail

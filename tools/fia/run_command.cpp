@@ -1,0 +1,38 @@
+#include <cstdio>
+
+#include "commands.hpp"
+#include "io/case_dir.hpp"
+
+namespace fia::cli {
+
+void print_error(const std::string& parameter, const std::string& message) {
+  if (parameter.empty()) std::fprintf(stderr, "error: %s\n", message.c_str());
+  else std::fprintf(stderr, "error: %s: %s\n", parameter.c_str(), message.c_str());
+}
+
+int run_command(const RunArgs& args) {
+  io::Case c;
+  Status st = io::load_case(args.case_dir, &c);
+  if (!st.ok()) {
+    print_error(st.parameter, st.message);
+    return kExitRejected;
+  }
+  Options opt;
+  opt.strict = args.strict;
+  opt.threads = args.threads;
+  opt.backend = args.backend == "reference" ? Backend::kReference : Backend::kCpu;
+  Outputs out;
+  st = fused_infer_attention_score(c.args, opt, &out);
+  if (!st.ok()) {
+    print_error(st.parameter, st.message);
+    return st.code == StatusCode::kInternal ? kExitFailure : kExitRejected;
+  }
+  st = io::write_outputs(args.out_dir, out);
+  if (!st.ok()) {
+    print_error(st.parameter, st.message);
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace fia::cli
