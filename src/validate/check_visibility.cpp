@@ -76,11 +76,13 @@ Status check_pse(Ctx& c, std::int64_t rows, std::int64_t cols) {
 Status check_visibility(Ctx& c) {
   const FiaArgs& a = c.a;
   const TensorView& m = a.atten_mask;
-  c.has_mask = m.present() && m.numel() > 0;  // an empty mask is absent (6.1)
-  if (c.has_mask && !is_mask_dtype(m.dtype))
-    return invalid("atten_mask", cat("dtype must be BOOL, INT8 or UINT8, got ", dtype_name(m.dtype)));
   const std::int64_t rows = c.q_seq;
   const std::int64_t cols = c.kv_width() + c.prefix_len;
+  // An empty mask is absent (6.1), except where there is nothing to mask: then an empty mask of
+  // the right shape still counts as given (no rows or no columns to compute).
+  c.has_mask = m.present() && (m.numel() > 0 || rows == 0 || cols == 0);
+  if (c.has_mask && !is_mask_dtype(m.dtype))
+    return invalid("atten_mask", cat("dtype must be BOOL, INT8 or UINT8, got ", dtype_name(m.dtype)));
 
   if (c.legacy_decode) {  // 3.3: sparse_mode, pre_tokens, next_tokens are ignored
     if (c.has_mask) FIA_RETURN_IF_ERROR(check_full_mask(c, rows, cols));

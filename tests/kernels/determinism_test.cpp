@@ -1,0 +1,30 @@
+// Results do not depend on the thread count (DESIGN.md; FIA-SPEC 21.1 C): bit-identical outputs.
+#include <gtest/gtest.h>
+
+#include "support/call_builder.hpp"
+#include "support/random_spec.hpp"
+#include "support/run_helpers.hpp"
+
+namespace fia::test {
+namespace {
+
+class ThreadInvariance : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(ThreadInvariance, OneAndTwoThreadsAreBitIdentical) {
+  const std::uint64_t seed = GetParam();
+  CallSpec spec = random_spec(seed);
+  spec.lse = true;
+  TestCall call = build_call(spec, seed);
+  Outputs one, two, many;
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 1, &one).ok()) << describe(spec);
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &two).ok()) << describe(spec);
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 5, &many).ok()) << describe(spec);
+  EXPECT_EQ(one.attention_out.bytes, two.attention_out.bytes) << describe(spec);
+  EXPECT_EQ(one.softmax_lse.bytes, two.softmax_lse.bytes) << describe(spec);
+  EXPECT_EQ(one.attention_out.bytes, many.attention_out.bytes) << describe(spec);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ThreadInvariance, ::testing::Range<std::uint64_t>(1000, 1040));
+
+}  // namespace
+}  // namespace fia::test

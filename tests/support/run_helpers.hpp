@@ -1,0 +1,23 @@
+// Running calls in tests: through the public API, and the exact float64 reference.
+#pragma once
+
+#include <vector>
+
+#include "fia/fia.hpp"
+#include "reference/reference.hpp"
+
+namespace fia::test {
+
+/// Plans and runs `args` on `backend` with `threads` workers into freshly allocated outputs.
+Status run_call(const FiaArgs& args, Backend backend, int threads, Outputs* out, bool strict = false);
+
+/// The exact (pre-cast) float64 answer of the reference for a valid call.
+Status reference_exact(const FiaArgs& args, detail::ReferenceResult* out);
+
+/// Only validates: the status fia::plan returns (default mode unless `strict`).
+Status plan_status(const FiaArgs& args, bool strict = false);
+
+/// Tensor helpers for hand-written calls: values given row-major in `shape`.
+OwnedTensor tensor_of(DType dtype, std::vector<std::int64_t> shape, const std::vector<float>& values);
+
+}  // namespace fia::test
