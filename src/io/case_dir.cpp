@@ -1,6 +1,8 @@
 #include "io/case_dir.hpp"
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -62,8 +64,11 @@ bool list_name(const std::string& name, std::string* base, std::size_t* index) {
   return true;
 }
 
-TensorView* optional_slot(FiaArgs& a, const std::string& name) {
-  const std::pair<const char*, TensorView*> slots[] = {
+/// The FiaArgs member holding tensor `name` (not key/value), or nullptr. Works on const and
+/// mutable arguments.
+template <class Args>
+auto optional_slot(Args& a, const std::string& name) -> decltype(&a.query) {
+  const std::pair<const char*, decltype(&a.query)> slots[] = {
       {"query", &a.query},
       {"pse_shift", &a.pse_shift},
       {"atten_mask", &a.atten_mask},
@@ -217,6 +222,75 @@ Status load_case(const std::string& dir, Case* out) {
     out->tensors[name] = std::move(t);
   }
   return bind_tensors(out);
+}
+
+namespace {
+
+/// A contiguous copy of a (possibly strided) view.
+OwnedTensor contiguous_copy(const TensorView& v) {
+  OwnedTensor t(v.dtype, v.shape);
+  const std::size_t es = dtype_size(v.dtype);
+  std::vector<std::int64_t> idx(v.rank(), 0);
+  for (std::int64_t lin = 0; lin < t.numel(); ++lin) {
+    std::int64_t off = 0;
+    for (std::size_t k = 0; k < v.rank(); ++k) off += idx[k] * v.stride(k);
+    std::memcpy(t.bytes.data() + lin * es, static_cast<const std::byte*>(v.data) + off * static_cast<std::int64_t>(es), es);
+    for (std::size_t k = v.rank(); k-- > 0;) {
+      if (++idx[k] < v.shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+Status save_case(const std::string& dir, const FiaArgs& a) {
+  const FiaArgs defaults;
+  json p = json::object();
+  auto put_int = [&](const char* name, std::int64_t v, std::int64_t d) {
+    if (v != d) p[name] = v;
+  };
+  put_int("num_heads", a.num_heads, defaults.num_heads);
+  if (a.scale != defaults.scale) p["scale"] = a.scale;
+  put_int("pre_tokens", a.pre_tokens, defaults.pre_tokens);
+  put_int("next_tokens", a.next_tokens, defaults.next_tokens);
+  if (a.input_layout != defaults.input_layout) p["input_layout"] = a.input_layout;
+  put_int("num_key_value_heads", a.num_key_value_heads, 0);
+  put_int("sparse_mode", a.sparse_mode, 0);
+  put_int("inner_precise", a.inner_precise, 0);
+  put_int("block_size", a.block_size, 0);
+  put_int("antiquant_mode", a.antiquant_mode, 0);
+  put_int("key_antiquant_mode", a.key_antiquant_mode, 0);
+  put_int("value_antiquant_mode", a.value_antiquant_mode, 0);
+  put_int("query_quant_mode", a.query_quant_mode, 0);
+  if (a.softmax_lse_flag) p["softmax_lse_flag"] = true;
+  if (a.actual_seq_lengths) p["actual_seq_lengths"] = *a.actual_seq_lengths;
+  if (a.actual_seq_lengths_kv) p["actual_seq_lengths_kv"] = *a.actual_seq_lengths_kv;
+  if (a.actual_shared_prefix_len) p["actual_shared_prefix_len"] = *a.actual_shared_prefix_len;
+
+  std::map<std::string, OwnedTensor> copies;
+  for (const auto& name : tensor_names()) {
+    if (name == "key" || name == "value") continue;
+    const TensorView* v = optional_slot(a, name);
+    if (v && v->present()) copies[name] = contiguous_copy(*v);
+  }
+  const bool list = a.key.size() > 1;
+  for (std::size_t i = 0; i < a.key.size(); ++i) copies[list ? "key." + std::to_string(i) : "key"] = contiguous_copy(a.key[i]);
+  for (std::size_t i = 0; i < a.value.size(); ++i)
+    copies[list ? "value." + std::to_string(i) : "value"] = contiguous_copy(a.value[i]);
+
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return {StatusCode::kInternal, "CASE_DIR", "cannot create " + dir + ": " + ec.message()};
+  {
+    std::ofstream f(fs::path(dir) / "params.json");
+    f << p.dump(1) << "\n";
+    if (!f) return {StatusCode::kInternal, "params.json", "cannot write " + dir + "/params.json"};
+  }
+  std::vector<std::pair<std::string, const OwnedTensor*>> list_of;
+  for (const auto& [name, t] : copies) list_of.emplace_back(name, &t);
+  return write_safetensors((fs::path(dir) / "inputs.safetensors").string(), list_of);
 }
 
 Status write_outputs(const std::string& out_dir, const Outputs& outputs) {

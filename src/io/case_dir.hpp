@@ -30,6 +30,11 @@ Status parse_params(const std::string& json_text, FiaArgs* args);
 /// error naming the offending key, tensor or file.
 Status load_case(const std::string& dir, Case* out);
 
+/// Writes a call as a case folder: params.json with every attribute that differs from FIA's
+/// default, and inputs.safetensors with every present tensor (contiguous copies; tensor lists as
+/// key.N / value.N). The inverse of load_case.
+Status save_case(const std::string& dir, const FiaArgs& args);
+
 /// Writes OUT_DIR/outputs.safetensors with attention_out and softmax_lse (creates OUT_DIR).
 Status write_outputs(const std::string& out_dir, const Outputs& outputs);
 

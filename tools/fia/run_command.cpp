@@ -32,6 +32,14 @@ int run_command(const RunArgs& args) {
     print_error(st.parameter, st.message);
     return kExitFailure;
   }
+  auto shape = [](const std::vector<std::int64_t>& s) {
+    std::string r = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+    return r + "]";
+  };
+  std::printf("wrote %s/outputs.safetensors: attention_out %s %s, softmax_lse F32 %s\n", args.out_dir.c_str(),
+              std::string(dtype_name(out.attention_out.dtype)).c_str(), shape(out.attention_out.shape).c_str(),
+              shape(out.softmax_lse.shape).c_str());
   return kExitOk;
 }
 

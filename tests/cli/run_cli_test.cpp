@@ -1,0 +1,123 @@
+// `fia run`: a round trip through a case folder, the error contract, and .npy inputs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "io/case_dir.hpp"
+#include "io/safetensors.hpp"
+#include "support/call_builder.hpp"
+#include "support/cli_runner.hpp"
+#include "support/random_spec.hpp"
+#include "support/run_helpers.hpp"
+
+namespace fia::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(FiaRun, RoundTripMatchesTheApiBitForBit) {
+  for (std::uint64_t seed : {11, 12, 13, 14, 15, 16}) {
+    const CallSpec spec = random_spec(seed);
+    TestCall call = build_call(spec, seed);
+    const std::string dir = temp_dir("case");
+    ASSERT_TRUE(io::save_case(dir + "/case", call.args).ok());
+    for (const std::string backend : {"cpu", "reference"}) {
+      const CliResult r = run_fia({"run", dir + "/case", "--out", dir + "/out", "--backend", backend, "--threads", "2"});
+      ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << describe(spec);
+      io::TensorFile f;
+      ASSERT_TRUE(io::read_safetensors(dir + "/out/outputs.safetensors", &f).ok());
+      Outputs api;
+      ASSERT_TRUE(run_call(call.args, backend == "cpu" ? Backend::kCpu : Backend::kReference, 2, &api).ok());
+      EXPECT_EQ(f.tensors.at("attention_out").shape, api.attention_out.shape);
+      EXPECT_EQ(f.tensors.at("attention_out").dtype, api.attention_out.dtype);
+      EXPECT_EQ(f.tensors.at("attention_out").bytes, api.attention_out.bytes) << backend << " " << describe(spec);
+      EXPECT_EQ(f.tensors.at("softmax_lse").bytes, api.softmax_lse.bytes) << backend << " " << describe(spec);
+    }
+    fs::remove_all(dir);
+  }
+}
+
+TEST(FiaRun, RejectedCallExitsTwoWithOneErrorLineAndWritesNothing) {
+  CallSpec spec;
+  spec.layout = "BNSD";
+  spec.num_heads = 6;
+  spec.num_kv_heads = 4;
+  spec.kv_seq = 4;
+  TestCall call = build_call(spec, 1);
+  const std::string dir = temp_dir("bad");
+  ASSERT_TRUE(io::save_case(dir + "/case", call.args).ok());
+  const CliResult r = run_fia({"run", dir + "/case", "--out", dir + "/out"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: num_key_value_heads: num_heads (6) must be a multiple of num_key_value_heads (4)\n");
+  EXPECT_FALSE(fs::exists(dir + "/out"));
+  fs::remove_all(dir);
+}
+
+TEST(FiaRun, MalformedFilesAreRejectedCleanly) {
+  CallSpec spec;
+  TestCall call = build_call(spec, 2);
+  const std::string dir = temp_dir("malformed");
+  ASSERT_TRUE(io::save_case(dir + "/case", call.args).ok());
+  fs::resize_file(dir + "/case/inputs.safetensors", fs::file_size(dir + "/case/inputs.safetensors") - 3);
+  CliResult r = run_fia({"run", dir + "/case", "--out", dir + "/out"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("error: inputs.safetensors: truncated", 0), 0u) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/out"));
+  std::ofstream(dir + "/case/params.json") << "{\"num_heads\": 1, \"num_head\": 2}";
+  r = run_fia({"run", dir + "/case", "--out", dir + "/out"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: num_head: unknown parameter\n");
+  r = run_fia({"run", dir + "/missing", "--out", dir + "/out"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("error: CASE_DIR"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+TEST(FiaRun, ReadsNpyInputs) {
+  // query as query.npy (F16), key/value in inputs.safetensors.
+  CallSpec spec;
+  spec.layout = "BSH";
+  spec.num_heads = 2;
+  spec.kv_seq = 5;
+  spec.lse = true;
+  TestCall call = build_call(spec, 3);
+  const std::string dir = temp_dir("npy");
+  FiaArgs without_query = call.args;
+  ASSERT_TRUE(io::save_case(dir + "/case", call.args).ok());
+  // Rewrite inputs.safetensors without the query and add query.npy.
+  io::TensorFile f;
+  ASSERT_TRUE(io::read_safetensors(dir + "/case/inputs.safetensors", &f).ok());
+  const OwnedTensor q = f.tensors.at("query");
+  f.tensors.erase("query");
+  std::vector<std::pair<std::string, const OwnedTensor*>> rest;
+  for (const auto& [n, t] : f.tensors) rest.emplace_back(n, &t);
+  ASSERT_TRUE(io::write_safetensors(dir + "/case/inputs.safetensors", rest).ok());
+  std::string header = "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 1, " + std::to_string(q.shape[2]) + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream npy(dir + "/case/query.npy", std::ios::binary);
+  const unsigned char pre[] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(header.size()), 0};
+  npy.write(reinterpret_cast<const char*>(pre), sizeof pre);
+  npy << header;
+  npy.write(reinterpret_cast<const char*>(q.bytes.data()), static_cast<std::streamsize>(q.bytes.size()));
+  npy.close();
+  CliResult r = run_fia({"run", dir + "/case", "--out", dir + "/out"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  io::TensorFile out;
+  ASSERT_TRUE(io::read_safetensors(dir + "/out/outputs.safetensors", &out).ok());
+  Outputs api;
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 0, &api).ok());
+  EXPECT_EQ(out.tensors.at("attention_out").bytes, api.attention_out.bytes);
+  // The same tensor twice (safetensors and .npy) is an error naming it.
+  rest.emplace_back("query", &q);
+  ASSERT_TRUE(io::write_safetensors(dir + "/case/inputs.safetensors", rest).ok());
+  r = run_fia({"run", dir + "/case", "--out", dir + "/out2"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("error: query:", 0), 0u) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/out2"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fia::test

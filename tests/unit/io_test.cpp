@@ -1,0 +1,131 @@
+// safetensors / .npy reading and writing, and params.json parsing (CASE-FORMAT.md).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "io/case_dir.hpp"
+#include "io/npy.hpp"
+#include "io/safetensors.hpp"
+
+namespace fia::io {
+namespace {
+
+std::vector<unsigned char> image_with_header(const std::string& header, std::size_t data_bytes) {
+  std::vector<unsigned char> img(8 + header.size() + data_bytes, 0);
+  const std::uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) img[i] = static_cast<unsigned char>(n >> (8 * i));
+  std::memcpy(img.data() + 8, header.data(), header.size());
+  return img;
+}
+
+TEST(Safetensors, RoundTrip) {
+  OwnedTensor a(DType::BF16, {2, 3}), b(DType::I32, {4});
+  for (std::size_t i = 0; i < a.bytes.size(); ++i) a.bytes[i] = static_cast<std::byte>(i * 7);
+  for (std::size_t i = 0; i < b.bytes.size(); ++i) b.bytes[i] = static_cast<std::byte>(i);
+  OwnedTensor empty(DType::F16, {1, 0, 64});
+  const auto img = serialize_safetensors({{"a", &a}, {"b", &b}, {"e", &empty}}, {{"k", "v"}});
+  TensorFile f;
+  ASSERT_TRUE(parse_safetensors(img, "x", &f).ok());
+  EXPECT_EQ(f.tensors.at("a").shape, a.shape);
+  EXPECT_EQ(f.tensors.at("a").bytes, a.bytes);
+  EXPECT_EQ(f.tensors.at("b").dtype, DType::I32);
+  EXPECT_EQ(f.tensors.at("b").bytes, b.bytes);
+  EXPECT_EQ(f.tensors.at("e").numel(), 0);
+  EXPECT_EQ(f.metadata.at("k"), "v");
+}
+
+TEST(Safetensors, RejectsMalformedImages) {
+  TensorFile f;
+  EXPECT_FALSE(parse_safetensors({1, 2, 3}, "x", &f).ok());                       // shorter than 8 bytes
+  EXPECT_FALSE(parse_safetensors(image_with_header("{", 0), "x", &f).ok());        // not JSON
+  EXPECT_FALSE(parse_safetensors(image_with_header("[]", 0), "x", &f).ok());       // not an object
+  auto big = image_with_header("{}", 0);
+  big[3] = 0x7F;                                                                   // header length past the end
+  EXPECT_FALSE(parse_safetensors(big, "x", &f).ok());
+  const char* bad[] = {
+      R"({"t":{"dtype":"F16","shape":[2],"data_offsets":[0,8]}})",                  // bytes != shape
+      R"({"t":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})",                  // truncated data
+      R"({"t":{"dtype":"Q7","shape":[2],"data_offsets":[0,4]}})",                   // unknown dtype
+      R"({"t":{"dtype":"F16","shape":[-2],"data_offsets":[0,4]}})",                 // negative dim
+      R"({"t":{"dtype":"F16","shape":[4294967296,4294967296],"data_offsets":[0,4]}})",  // overflow
+      R"({"t":{"dtype":"F16","shape":[2],"data_offsets":[4,0]}})",                  // reversed offsets
+      R"({"t":{"dtype":"F16","shape":[2]}})",                                       // no offsets
+      R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"F16","shape":[2],"data_offsets":[2,6]}})",
+  };
+  for (const char* h : bad) {
+    const Status st = parse_safetensors(image_with_header(h, 6), "inputs.safetensors", &f);
+    EXPECT_FALSE(st.ok()) << h;
+    EXPECT_EQ(st.parameter, "inputs.safetensors");
+  }
+}
+
+std::vector<unsigned char> npy(const std::string& dict, std::size_t data_bytes) {
+  std::string header = dict;
+  while ((10 + header.size() + 1) % 64 != 0) header.push_back(' ');
+  header.push_back('\n');
+  std::vector<unsigned char> img = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                    static_cast<unsigned char>(header.size() & 0xFF), static_cast<unsigned char>(header.size() >> 8)};
+  img.insert(img.end(), header.begin(), header.end());
+  img.resize(img.size() + data_bytes, 0);
+  return img;
+}
+
+TEST(Npy, ParsesAndRejects) {
+  OwnedTensor t;
+  ASSERT_TRUE(parse_npy(npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", 12), "q.npy", &t).ok());
+  EXPECT_EQ(t.dtype, DType::F16);
+  EXPECT_EQ(t.shape, (std::vector<std::int64_t>{2, 3}));
+  ASSERT_TRUE(parse_npy(npy("{'descr': '|b1', 'fortran_order': False, 'shape': (5,), }", 5), "m.npy", &t).ok());
+  EXPECT_EQ(t.shape, (std::vector<std::int64_t>{5}));
+  ASSERT_TRUE(parse_npy(npy("{'descr': '<i8', 'fortran_order': False, 'shape': (), }", 8), "s.npy", &t).ok());
+  EXPECT_TRUE(t.shape.empty());
+  EXPECT_FALSE(parse_npy(npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", 11), "q.npy", &t).ok());
+  EXPECT_FALSE(parse_npy(npy("{'descr': '>f4', 'fortran_order': False, 'shape': (1,), }", 4), "q.npy", &t).ok());
+  EXPECT_FALSE(parse_npy(npy("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", 4), "q.npy", &t).ok());
+  EXPECT_FALSE(parse_npy(npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", 8), "q.npy", &t).ok());
+  EXPECT_FALSE(parse_npy(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (x,), }", 4), "q.npy", &t).ok());
+  EXPECT_FALSE(parse_npy({0x93, 'N', 'U'}, "q.npy", &t).ok());
+}
+
+TEST(Params, ParsesEveryKey) {
+  FiaArgs a;
+  ASSERT_TRUE(parse_params(R"({"num_heads": 8, "scale_value": 0.5, "pre_tokens": -3, "next_tokens": 4,
+      "input_layout": "TND", "num_key_value_heads": 2, "sparse_mode": 4, "inner_precise": 1, "block_size": 16,
+      "antiquant_mode": 0, "key_antiquant_mode": 0, "value_antiquant_mode": 0, "query_quant_mode": 0,
+      "softmax_lse_flag": true, "actual_seq_lengths": [1, 2], "actual_seq_lengths_kv": null,
+      "actual_shared_prefix_len": [3]})", &a).ok());
+  EXPECT_EQ(a.num_heads, 8);
+  EXPECT_EQ(a.scale, 0.5);
+  EXPECT_EQ(a.pre_tokens, -3);
+  EXPECT_EQ(a.input_layout, "TND");
+  EXPECT_TRUE(a.softmax_lse_flag);
+  EXPECT_EQ(*a.actual_seq_lengths, (std::vector<std::int64_t>{1, 2}));
+  EXPECT_FALSE(a.actual_seq_lengths_kv.has_value());
+  EXPECT_EQ(*a.actual_shared_prefix_len, (std::vector<std::int64_t>{3}));
+}
+
+TEST(Params, RejectsNamingTheKey) {
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"num_head": 4})", "num_head"},
+      {R"({"scale": 1, "scale_value": 1})", "scale"},
+      {R"({"num_heads": "4"})", "num_heads"},
+      {R"({"num_heads": 4.5})", "num_heads"},
+      {R"({"actual_seq_lengths": [2.5, 3]})", "actual_seq_lengths"},
+      {R"({"actual_seq_lengths_kv": 3})", "actual_seq_lengths_kv"},
+      {R"({"softmax_lse_flag": 1})", "softmax_lse_flag"},
+      {R"({"input_layout": 3})", "input_layout"},
+      {R"({"scale": "x"})", "scale"},
+      {R"({"block_size": 18446744073709551615})", "block_size"},
+      {R"([1, 2])", "params.json"},
+      {R"({"num_heads": )", "params.json"},
+  };
+  for (const auto& [text, name] : bad) {
+    FiaArgs a;
+    const Status st = parse_params(text, &a);
+    EXPECT_FALSE(st.ok()) << text;
+    EXPECT_EQ(st.parameter, name) << text;
+  }
+}
+
+}  // namespace
+}  // namespace fia::io
