@@ -107,7 +107,8 @@ Status bind_tensors(Case* c) {
     std::string base;
     std::size_t index;
     if (name == "key" || name == "value") {
-      (name == "key" ? a.key : a.value) = {t.view()};
+      std::vector<TensorView>& dst = name == "key" ? a.key : a.value;
+      dst.assign(1, t.view());
     } else if (list_name(name, &base, &index) && (base == "key" || base == "value")) {
       lists[base][index] = &t;
     } else if (TensorView* slot = optional_slot(a, name)) {

@@ -71,5 +71,49 @@ std::vector<Boundary> boundaries() {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, TileBoundary, ::testing::ValuesIn(boundaries()));
 
+// Rows of few queries over long KV are split into 512-token chunks: straddle the split threshold
+// (more than 1024 visible columns) and the chunk edges, with masks, sinks and GQA.
+struct Split {
+  std::int64_t q_seq, kv_seq;
+  bool mask, sink;
+};
+
+class SplitBoundary : public ::testing::TestWithParam<Split> {};
+
+TEST_P(SplitBoundary, CpuMatchesReference) {
+  const Split sp = GetParam();
+  CallSpec s;
+  s.layout = "BNSD";
+  s.dtype = DType::BF16;
+  s.batch = 2;
+  s.num_heads = 4;
+  s.num_kv_heads = 2;
+  s.q_seq = sp.q_seq;
+  s.kv_seq = sp.kv_seq;
+  s.act_kv = std::vector<std::int64_t>{sp.kv_seq, sp.kv_seq - 600};
+  s.qk_dim = 32;
+  s.lse = true;
+  s.sink = sp.sink;
+  if (sp.mask) {
+    s.mask = MaskKind::kFull;
+    s.mask_density = 0.3;
+  }
+  if (sp.q_seq > 1) {
+    s.mask = MaskKind::kCompressed;
+    s.sparse_mode = 3;
+  }
+  expect_matches_reference(s, static_cast<std::uint64_t>(sp.q_seq * 7 + sp.kv_seq));
+}
+
+std::vector<Split> splits() {
+  std::vector<Split> v;
+  for (std::int64_t q : {1, 4, 16})
+    for (std::int64_t kv : {1024, 1025, 1536, 1537, 2100})
+      for (bool mask : {false, true}) v.push_back({q, kv, mask && q == 1, !mask});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SplitBoundary, ::testing::ValuesIn(splits()));
+
 }  // namespace
 }  // namespace fia::test

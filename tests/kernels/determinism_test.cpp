@@ -28,3 +28,31 @@ INSTANTIATE_TEST_SUITE_P(Seeds, ThreadInvariance, ::testing::Range<std::uint64_t
 
 }  // namespace
 }  // namespace fia::test
+
+namespace fia::test {
+namespace {
+
+// Long decode rows run as split groups (phase A and B of the chunks, then a merge).
+TEST(ThreadInvariance, SplitDecodeIsBitIdentical) {
+  CallSpec s;
+  s.layout = "BSND";
+  s.dtype = DType::F16;
+  s.num_heads = 8;
+  s.num_kv_heads = 1;
+  s.q_seq = 1;
+  s.kv_seq = 3000;
+  s.qk_dim = 64;
+  s.lse = true;
+  s.sink = true;
+  TestCall call = build_call(s, 5);
+  Outputs one, two, many;
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 1, &one).ok());
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &two).ok());
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 7, &many).ok());
+  EXPECT_EQ(one.attention_out.bytes, two.attention_out.bytes);
+  EXPECT_EQ(one.attention_out.bytes, many.attention_out.bytes);
+  EXPECT_EQ(one.softmax_lse.bytes, many.softmax_lse.bytes);
+}
+
+}  // namespace
+}  // namespace fia::test
