@@ -21,6 +21,7 @@ namespace fia {
 
 namespace detail {
 struct PlanState;
+struct PlanAccess;
 }
 
 /// A validated call: the canonical problem, its output shapes and the workspace it needs.
@@ -47,7 +48,7 @@ class Plan {
   const detail::PlanState& state() const noexcept { return *state_; }
 
  private:
-  friend Status plan(const FiaArgs&, const Options&, Plan*);
+  friend struct detail::PlanAccess;
   std::shared_ptr<const detail::PlanState> state_;
 };
 

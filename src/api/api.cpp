@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/plan_state.hpp"
+#include "cpu/isa.hpp"
 #include "cpu/run.hpp"
 #include "fia/fia.hpp"
 #include "numeric/half.hpp"
@@ -124,25 +125,37 @@ void run_cpu(const PlanState& s, MutableTensorView& out, MutableTensorView& lse,
   detail::cpu_run(p, s.cpu, dst, workspace, s.threads);
 }
 
+constexpr int kMaxThreads = 1024;
+
+Status out_of_memory(const char* what) {
+  return {StatusCode::kInternal, "", std::string("out of memory while ") + what};
+}
+
 }  // namespace
 
-Status plan(const FiaArgs& args, const Options& options, Plan* out_plan) {
+static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_plan) {
   if (out_plan == nullptr) return {StatusCode::kNullArgument, "plan", "plan output is null"};
   auto state = std::make_shared<PlanState>();
   Status st = resolve_backend(options.backend, &state->backend);
   if (!st.ok()) return st;
-  if (options.threads < 0)
-    return {StatusCode::kInvalidArgument, "threads", "threads must be >= 0, got " + std::to_string(options.threads)};
+  if (!detail::apply_isa_cap_from_env()) {
+    std::string names;
+    for (const auto& n : detail::available_isas()) names += (names.empty() ? "" : ", ") + n;
+    return {StatusCode::kInvalidArgument, "FIA_ISA", "must name an instruction set of this build (" + names + ")"};
+  }
+  if (options.threads < 0 || options.threads > kMaxThreads)
+    return {StatusCode::kInvalidArgument, "threads",
+            "threads must be in [0, " + std::to_string(kMaxThreads) + "], got " + std::to_string(options.threads)};
   st = detail::build_problem(args, options.strict, &state->problem);
   if (!st.ok()) return st;
   state->threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   if (state->backend == Backend::kCpu) state->cpu = detail::make_cpu_plan(state->problem, state->threads);
-  out_plan->state_ = std::move(state);
+  *out_plan = detail::PlanAccess::make(std::move(state));
   return Status::Ok();
 }
 
-Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse, void* workspace,
-           std::size_t workspace_bytes) {
+static Status run_impl(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse, void* workspace,
+                       std::size_t workspace_bytes) {
   if (!plan.valid()) return {StatusCode::kInvalidArgument, "plan", "plan() has not succeeded on this plan"};
   const PlanState& s = plan.state();
   const Problem& p = s.problem;
@@ -160,16 +173,41 @@ Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView 
   return Status::Ok();
 }
 
-Status fused_infer_attention_score(const FiaArgs& args, const Options& options, Outputs* outputs) {
+static Status fused_impl(const FiaArgs& args, const Options& options, Outputs* outputs) {
   if (outputs == nullptr) return {StatusCode::kNullArgument, "outputs", "outputs is null"};
   Plan pl;
-  Status st = plan(args, options, &pl);
+  Status st = plan_impl(args, options, &pl);
   if (!st.ok()) return st;
   outputs->attention_out = OwnedTensor(pl.attention_out_dtype(), pl.attention_out_shape());
   outputs->softmax_lse = OwnedTensor(DType::F32, pl.softmax_lse_shape());  // zeros; {1} without the flag
   std::vector<std::byte> workspace(pl.workspace_bytes());
-  return run(pl, outputs->attention_out.mutable_view(), outputs->softmax_lse.mutable_view(), workspace.data(),
+  return run_impl(pl, outputs->attention_out.mutable_view(), outputs->softmax_lse.mutable_view(), workspace.data(),
              workspace.size());
+}
+
+Status plan(const FiaArgs& args, const Options& options, Plan* out_plan) {
+  try {
+    return plan_impl(args, options, out_plan);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory("planning");
+  }
+}
+
+Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse, void* workspace,
+           std::size_t workspace_bytes) {
+  try {
+    return run_impl(plan, std::move(attention_out), std::move(softmax_lse), workspace, workspace_bytes);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory("running");
+  }
+}
+
+Status fused_infer_attention_score(const FiaArgs& args, const Options& options, Outputs* outputs) {
+  try {
+    return fused_impl(args, options, outputs);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory("allocating the outputs");
+  }
 }
 
 }  // namespace fia

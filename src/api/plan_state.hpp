@@ -1,7 +1,10 @@
 // What a fia::Plan holds.
 #pragma once
 
+#include <memory>
+
 #include "fia/args.hpp"
+#include "fia/fia.hpp"
 #include "plan/plan.hpp"
 #include "problem/problem.hpp"
 
@@ -12,6 +15,15 @@ struct PlanState {
   Backend backend = Backend::kCpu;  ///< resolved (never kDefault)
   int threads = 1;                  ///< workers of the cpu backend
   CpuPlan cpu;
+};
+
+/// Wraps a hand-made state into a Plan (tests force schedules this way).
+struct PlanAccess {
+  static Plan make(std::shared_ptr<const PlanState> state) {
+    Plan p;
+    p.state_ = std::move(state);
+    return p;
+  }
 };
 
 }  // namespace fia::detail

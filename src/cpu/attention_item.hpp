@@ -4,7 +4,16 @@
 //   B  with the exact row max m: l = sum exp(S - m), acc = sum round(exp(S - m)) · V;
 //   C  O = acc / l (the learnable sink joins the denominator), LSE = m + ln(l).
 // Packed row r of an item is query row row_begin + r / G of query head h*G + r % G.
+//
+// Phases A and B are SIMD kernels (Highway, dispatched once per process to the best ISA the CPU
+// supports, capped by FIA_ISA). Two shapes:
+//   narrow (fewer than kWideRows packed rows, i.e. decode): K and V rows are read in place and
+//     widened in registers; scores are row-major;
+//   wide (prefill): K and V tiles are widened to f32 once and shared by all rows; Q is transposed
+//     so that both products are register-blocked over rows; scores are column-major.
 #pragma once
+
+#include <cstdint>
 
 #include "plan/plan.hpp"
 #include "problem/problem.hpp"
@@ -17,26 +26,39 @@ struct OutputRows {
   RowIndex lse;  ///< softmax_lse rows (F32), used when Problem::lse
 };
 
-/// Per-worker tiles (64-byte aligned): Q [rows x (qk+rope)], K [cols x (qk+rope)], V [cols x v].
-struct TileBuffers {
+/// Per-worker scratch (64-byte aligned): Q (R x kw, or transposed kw x Rp), K and V tiles
+/// (cols x kw, cols x v_dim), and transposed accumulators (v_dim x Rp).
+struct ItemScratch {
   float* q = nullptr;
   float* k = nullptr;
   float* v = nullptr;
+  float* acc_t = nullptr;
 };
 
-/// Phase A: scores[r * ld + (j - item.col_begin)] for the item's columns, and m[r] = row max
-/// (-inf when the row sees nothing there).
-void item_scores(const Problem& p, const TileShape& tile, const WorkItem& item, const TileBuffers& buf,
-                 float* scores, std::int64_t ld, float* m);
+/// The scores of an item: element (r, c) (c relative to the item's first column) at
+/// base[r * row_stride + c * col_stride].
+struct ScoreView {
+  float* base = nullptr;
+  std::int64_t row_stride = 0, col_stride = 0;
+  ScoreView at_column(std::int64_t c) const { return {base + c * col_stride, row_stride, col_stride}; }
+};
 
-/// Phase B: l[r] and acc[r * v_dim + d] over the item's columns, from the phase-A scores and the
-/// exact row max m (over the whole row).
-void item_accumulate(const Problem& p, const TileShape& tile, const WorkItem& item, const TileBuffers& buf,
-                     const float* scores, std::int64_t ld, const float* m, float* l, float* acc);
+/// Phase A: scores of the item's columns (masked: -inf) and m[r] = their row max (-inf when the
+/// row sees nothing). Rows are padded to padded_rows(); padding rows are unspecified.
+void item_scores(const Problem& p, const TileShape& tile, const WorkItem& item, const ItemScratch& s,
+                 ScoreView scores, float* m);
+
+/// Phase B: l[r] and acc[r * v_dim + d] over the item's columns from the phase-A scores and the
+/// exact row max m (over the whole row). Overwrites the scores with the rounded P.
+void item_accumulate(const Problem& p, const TileShape& tile, const WorkItem& item, const ItemScratch& s,
+                     ScoreView scores, const float* m, float* l, float* acc);
 
 /// Phase C: writes the item's output (and LSE) rows; rows with m = -inf are fully masked and left
 /// as pre-filled (0 / +inf). `acc` is scaled in place.
 void item_finalize(const Problem& p, const WorkItem& item, const float* m, const float* l, float* acc,
                    const OutputRows& dst);
+
+/// The name of the instruction set the kernels run on ("AVX3", "AVX2", "SSE4", ...).
+const char* kernel_isa();
 
 }  // namespace fia::detail

@@ -53,10 +53,12 @@ const std::set<std::string>& tensor_names() {
   return names;
 }
 
-/// Splits "key.3" into ("key", 3); returns false for names without a numeric suffix.
+/// Splits "key.3" into ("key", 3); returns false for names without a canonical decimal suffix
+/// ("key.03" is not a list name, so one slot cannot be given twice).
 bool list_name(const std::string& name, std::string* base, std::size_t* index) {
   const auto dot = name.rfind('.');
   if (dot == std::string::npos || dot + 1 == name.size() || name.size() - dot > 7) return false;
+  if (name[dot + 1] == '0' && dot + 2 != name.size()) return false;
   for (std::size_t i = dot + 1; i < name.size(); ++i)
     if (name[i] < '0' || name[i] > '9') return false;
   *base = name.substr(0, dot);
@@ -114,7 +116,8 @@ Status bind_tensors(Case* c) {
     } else if (TensorView* slot = optional_slot(a, name)) {
       *slot = t.view();
     } else {
-      return bad(name, "unknown tensor name (expected a torch_npu input name, or key.N / value.N)");
+      return bad(name.empty() ? "inputs.safetensors" : name,
+                 "unknown tensor name '" + name + "' (expected a torch_npu input name, or key.N / value.N)");
     }
   }
   for (const char* base : {"key", "value"}) {
@@ -137,7 +140,9 @@ Status bind_tensors(Case* c) {
 }  // namespace
 
 Status parse_params(const std::string& json_text, FiaArgs* args) {
-  const json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  std::string duplicate;
+  const json j = parse_json_object(json_text, &duplicate);
+  if (!duplicate.empty()) return bad(duplicate, "given twice in params.json");
   if (j.is_discarded() || !j.is_object()) return bad("params.json", "must hold a JSON object");
   FiaArgs& a = *args;
   if (j.contains("scale") && j.contains("scale_value"))

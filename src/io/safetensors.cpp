@@ -22,7 +22,26 @@ Status bad(const std::string& label, const std::string& msg) {
 
 }  // namespace
 
+nlohmann::json parse_json_object(const std::string& text, std::string* duplicate) {
+  // Keys seen so far, one set per open object.
+  std::vector<std::vector<std::string>> open;
+  auto cb = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) open.emplace_back();
+    if (event == json::parse_event_t::object_end && !open.empty()) open.pop_back();
+    if (event == json::parse_event_t::key && !open.empty()) {
+      const std::string k = parsed.get<std::string>();
+      auto& keys = open.back();
+      if (std::find(keys.begin(), keys.end(), k) != keys.end() && duplicate->empty()) *duplicate = k;
+      keys.push_back(k);
+    }
+    return true;
+  };
+  return json::parse(text, cb, /*allow_exceptions=*/false);
+}
+
 bool read_file(const std::string& path, std::vector<unsigned char>* out) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
   f.seekg(0, std::ios::end);
@@ -41,7 +60,9 @@ Status parse_safetensors(const std::vector<unsigned char>& image, const std::str
   if (n > kMaxHeader) return bad(label, "header length " + std::to_string(n) + " exceeds 100 MB");
   if (n > image.size() - 8) return bad(label, "truncated: header length " + std::to_string(n) + " runs past the end of the file");
   const std::string header(reinterpret_cast<const char*>(image.data() + 8), n);
-  json j = json::parse(header, nullptr, /*allow_exceptions=*/false);
+  std::string duplicate;
+  json j = parse_json_object(header, &duplicate);
+  if (!duplicate.empty()) return bad(label, "the header names '" + duplicate + "' twice");
   if (j.is_discarded() || !j.is_object()) return bad(label, "the header is not a JSON object");
   const std::uint64_t data_begin = 8 + n;
   const std::uint64_t data_size = image.size() - data_begin;
@@ -137,12 +158,18 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f || !f.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size())))
+    if (!f || !f.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size()))) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
       return {StatusCode::kInternal, path, "cannot write " + tmp};
+    }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) return {StatusCode::kInternal, path, "cannot rename " + tmp + ": " + ec.message()};
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return {StatusCode::kInternal, path, "cannot write " + path + ": it exists and is not a file"};
+  }
   return Status::Ok();
 }
 

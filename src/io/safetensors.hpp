@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fia/status.hpp"
 #include "fia/tensor.hpp"
 
@@ -35,7 +37,11 @@ Status write_safetensors(const std::string& path,
                          const std::vector<std::pair<std::string, const OwnedTensor*>>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
 
-/// Reads a whole file into memory; false when it cannot be opened or read.
+/// Parses JSON text; `duplicate` receives the first key that appears twice in one object (empty
+/// when none). The result is discarded (is_discarded()) when the text is not JSON.
+nlohmann::json parse_json_object(const std::string& text, std::string* duplicate);
+
+/// Reads a whole regular file into memory; false when it is not one or cannot be read.
 bool read_file(const std::string& path, std::vector<unsigned char>* out);
 
 }  // namespace fia::io

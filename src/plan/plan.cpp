@@ -5,13 +5,12 @@
 namespace fia::detail {
 
 namespace {
-constexpr std::int64_t kTileRows = 64;          // packed rows: reuse of each K/V tile
-constexpr std::int64_t kTileCols = 128;         // KV columns per tile: K and V tiles stay in L2
-constexpr std::int64_t kScoreBudget = 1 << 18;  // floats of stored scores per self-contained item
-constexpr std::int64_t kChunkCols = 512;        // KV tokens per chunk of a split group
-constexpr std::int64_t kSplitMaxRows = 16;      // query rows per item below which long rows split
+constexpr std::int64_t kTileRows = 64;        // packed rows per item: reuse of each K/V tile
+constexpr std::int64_t kMaxHeads = 256;       // query heads packed into one item at most
+constexpr std::int64_t kTileCols = 128;       // KV columns per tile: K and V tiles stay in L2
+constexpr std::int64_t kSplitMaxRows = 16;    // query rows below which long rows split for parallelism
 
-std::size_t round16(std::size_t n) { return (n + 15) / 16 * 16; }
+std::size_t round16(std::int64_t n) { return static_cast<std::size_t>((n + 15) / 16 * 16); }
 }  // namespace
 
 void visible_columns(const Problem& p, std::int64_t b, std::int64_t row_begin, std::int64_t row_end,
@@ -20,59 +19,101 @@ void visible_columns(const Problem& p, std::int64_t b, std::int64_t row_begin, s
   *hi = std::min<std::int64_t>(p.kv_len(b) - 1, row_end - 1 + p.band_hi[b]);
 }
 
-CpuPlan make_cpu_plan(const Problem& p, int threads) {
+CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   CpuPlan plan;
   plan.threads = std::max(threads, 1);
   plan.tile.cols = kTileCols;
-  plan.chunk_cols = kChunkCols;
-  const std::int64_t G = p.group;
-  const std::int64_t kw = p.qk_dim + p.rope_dim, vd = p.v_dim;
-  std::int64_t max_rows = G, max_scores = 0;
+  const std::int64_t G = p.group, vd = p.v_dim, kw = p.qk_dim + p.rope_dim;
+  const std::int64_t heads = std::min(G, kMaxHeads);
+  std::int64_t max_rows = kRowPad, thread_scores = 0;
+  std::vector<SplitGroup> groups;
   for (std::int64_t b = 0; b < p.batch; ++b) {
     const std::int64_t L = p.kv_len(b);
     if (p.act_q[b] == 0 || L == 0) continue;
     // Query rows per item: a full tile, fewer when the stored scores of a long row would not fit.
-    const std::int64_t rows = std::clamp<std::int64_t>(kScoreBudget / (G * L), 1, std::max<std::int64_t>(1, kTileRows / G));
-    const bool split_rows = p.act_q[b] <= kSplitMaxRows;
+    const std::int64_t rows =
+        std::clamp<std::int64_t>(lim.score_budget / (heads * L), 1, std::max<std::int64_t>(1, kTileRows / heads));
+    const bool decode_like = p.act_q[b] <= kSplitMaxRows;
     for (std::int64_t h = 0; h < p.num_kv_heads; ++h) {
-      for (std::int64_t r = 0; r < p.act_q[b]; r += rows) {
-        WorkItem it{b, h, r, std::min(r + rows, p.act_q[b])};
-        std::int64_t lo, hi;
-        visible_columns(p, b, it.row_begin, it.row_end, &lo, &hi);
-        if (lo > hi) continue;  // every row fully masked: stays 0 / +inf
-        it.col_begin = lo;
-        it.col_end = hi + 1;
-        const std::int64_t R = (it.row_end - it.row_begin) * G, cols = it.col_end - it.col_begin;
-        max_rows = std::max(max_rows, R);
-        if (split_rows && cols > 2 * kChunkCols) {
+      for (std::int64_t g0 = 0; g0 < G; g0 += heads) {
+        for (std::int64_t r = 0; r < p.act_q[b]; r += rows) {
+          WorkItem it;
+          it.b = b;
+          it.h = h;
+          it.row_begin = r;
+          it.row_end = std::min(r + rows, p.act_q[b]);
+          it.head0 = g0;
+          it.heads = std::min(heads, G - g0);
+          std::int64_t lo, hi;
+          visible_columns(p, b, it.row_begin, it.row_end, &lo, &hi);
+          if (lo > hi) continue;  // every row fully masked: stays 0 / +inf
+          it.col_begin = lo;
+          it.col_end = hi + 1;
+          const std::int64_t Rp = padded_rows(it), cols = it.col_end - it.col_begin;
+          max_rows = std::max(max_rows, Rp);
+          const bool too_big = Rp * cols > lim.score_budget;
+          if (!too_big && !(decode_like && cols > 2 * lim.chunk_cols)) {
+            thread_scores = std::max(thread_scores, Rp * cols);
+            plan.items.push_back(it);
+            continue;
+          }
           SplitGroup g;
           g.item = it;
-          g.item.split = static_cast<std::int64_t>(plan.splits.size());
-          g.chunks = (cols + kChunkCols - 1) / kChunkCols;
-          g.offset = plan.global_floats;
-          plan.global_floats += round16(static_cast<std::size_t>(R * cols + g.chunks * R * (2 + vd)));
-          for (std::int64_t c = 0; c < g.chunks; ++c) {
-            WorkItem ch = g.item;
-            ch.chunk = c;
-            ch.col_begin = it.col_begin + c * kChunkCols;
-            ch.col_end = std::min(it.col_end, ch.col_begin + kChunkCols);
-            plan.chunks.push_back(ch);
-          }
-          plan.splits.push_back(g);
-        } else {
-          max_scores = std::max(max_scores, R * cols);
-          plan.items.push_back(it);
+          g.item.split = static_cast<std::int64_t>(groups.size());
+          // Chunks: lim.chunk_cols tokens, longer when the partials would not fit half a wave.
+          const std::int64_t per_chunk = Rp * (2 + vd);
+          const std::int64_t max_chunks = std::max<std::int64_t>(1, lim.wave_budget / 2 / per_chunk);
+          g.chunk_cols = std::max(lim.chunk_cols, (cols + max_chunks - 1) / max_chunks);
+          g.chunks = (cols + g.chunk_cols - 1) / g.chunk_cols;
+          g.stored = Rp * cols + g.chunks * per_chunk <= lim.wave_budget;
+          if (!g.stored) thread_scores = std::max(thread_scores, Rp * g.chunk_cols);
+          groups.push_back(g);
         }
       }
     }
   }
+  // Pack the groups into waves that fit the wave budget, in order; cut their chunks.
+  std::size_t used = 0;
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    SplitGroup& g = groups[gi];
+    const std::int64_t Rp = padded_rows(g.item), cols = g.item.col_end - g.item.col_begin;
+    const std::size_t need = (g.stored ? round16(Rp * cols) : 0) + round16(g.chunks * Rp * (2 + vd));
+    if (plan.waves.empty() || used + need > static_cast<std::size_t>(lim.wave_budget)) {
+      plan.waves.push_back({static_cast<std::int64_t>(gi), static_cast<std::int64_t>(gi),
+                            static_cast<std::int64_t>(plan.chunks.size()), static_cast<std::int64_t>(plan.chunks.size())});
+      used = 0;
+    }
+    if (g.stored) {
+      g.scores_offset = used;
+      used += round16(Rp * cols);
+    }
+    g.partial_offset = used;
+    used += round16(g.chunks * Rp * (2 + vd));
+    plan.wave_floats = std::max(plan.wave_floats, used);
+    for (std::int64_t c = 0; c < g.chunks; ++c) {
+      WorkItem ch = g.item;
+      ch.chunk = c;
+      ch.col_begin = g.item.col_begin + c * g.chunk_cols;
+      ch.col_end = std::min(g.item.col_end, ch.col_begin + g.chunk_cols);
+      plan.chunks.push_back(ch);
+    }
+    Wave& w = plan.waves.back();
+    w.group_end = static_cast<std::int64_t>(gi) + 1;
+    w.chunk_end = static_cast<std::int64_t>(plan.chunks.size());
+  }
+  plan.splits = std::move(groups);
+  // More workers than independent pieces of work would only hold scratch.
+  std::size_t widest = plan.items.size();
+  for (const Wave& w : plan.waves) widest = std::max<std::size_t>(widest, static_cast<std::size_t>(w.chunk_end - w.chunk_begin));
+  plan.threads = static_cast<int>(std::clamp<std::size_t>(widest, 1, static_cast<std::size_t>(plan.threads)));
   plan.tile.rows = max_rows;
   const std::int64_t C = plan.tile.cols, R = max_rows;
-  // Per worker: Q tile, K tile, V tile, stored scores, accumulators, row max and sum.
-  plan.floats_per_thread =
-      round16(R * kw) + round16(C * kw) + round16(C * vd) + round16(max_scores) + round16(R * vd) + 2 * round16(R);
+  // Per worker: Q, K tile, V tile, accumulators (and transposed), row max, sum and a spare max,
+  // scores.
+  plan.floats_per_thread = round16(R * kw) + round16(C * kw) + round16(C * vd) + 2 * round16(R * vd) +
+                           3 * round16(R) + round16(thread_scores);
   const bool any = !plan.items.empty() || !plan.splits.empty();
-  plan.workspace_bytes = any ? (plan.floats_per_thread * plan.threads + plan.global_floats) * sizeof(float) + 64 : 0;
+  plan.workspace_bytes = any ? (plan.floats_per_thread * plan.threads + plan.wave_floats) * sizeof(float) + 64 : 0;
   return plan;
 }
 

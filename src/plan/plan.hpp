@@ -3,9 +3,14 @@
 // FIA rounds the unnormalised exponentials exp(S - m) to the query dtype with m the FINAL row max
 // (FIA-SPEC 5 step 7, 25.1 #4), so the cpu backend computes every score of a row, takes the exact
 // max, and only then forms P. A work item therefore runs in phases: (A) scores and their row
-// max, (B) P = round(exp(S - m)) and P·V, (C) normalisation. Items with few query rows and a long
-// KV range are split into fixed-size KV chunks ("split groups", flash-decoding): phase A of all
-// chunks runs first, then phase B with the exact max over chunks, then a merge in chunk order.
+// max, (B) P = round(exp(S - m)) and P·V, (C) normalisation.
+//
+// Small items run all phases on one worker with their scores in its scratch. Items whose scores
+// would not fit kScoreBudget, and decode-like items (few query rows, long KV) that need more
+// parallelism, become split groups: their KV range is cut into fixed-size chunks, phase A of all
+// chunks runs, then phase B with the exact max over the chunks, then the chunk partials are summed
+// in chunk order. Groups run in waves whose stored scores and partials fit kWaveBudget; a group
+// too large to store its scores recomputes them in phase B instead.
 #pragma once
 
 #include <cstddef>
@@ -16,47 +21,82 @@
 
 namespace fia::detail {
 
-/// Query rows [row_begin, row_end) of batch b for all `group` query heads of KV head h (GQA
-/// packing), over logical KV columns [col_begin, col_end).
+/// Query rows [row_begin, row_end) of batch b for query heads h*G + head0 .. h*G + head0 + heads
+/// (all sharing KV head h: GQA packing), over logical KV columns [col_begin, col_end).
+/// Packed row r is query row row_begin + r / heads of query head h*G + head0 + r % heads.
 struct WorkItem {
   std::int64_t b = 0, h = 0;
   std::int64_t row_begin = 0, row_end = 0;
+  std::int64_t head0 = 0, heads = 1;
   std::int64_t col_begin = 0, col_end = 0;
   std::int64_t split = -1;  ///< index into CpuPlan::splits, or -1 for a self-contained item
   std::int64_t chunk = 0;   ///< chunk index within its split group
+
+  std::int64_t query_head(std::int64_t group, std::int64_t r) const { return h * group + head0 + r % heads; }
+  std::int64_t query_row(std::int64_t r) const { return row_begin + r / heads; }
 };
 
-/// One split group: the rows of `item` over its whole column range, cut into `chunks` chunks.
-/// Global workspace (floats, from CpuPlan::global offset): scores [R x cols], then per chunk the
-/// row max [R], the row sum [R] and the accumulators [R x v_dim], R = packed rows.
+/// Packed rows from which an item uses the wide (prefill) kernels, and the multiple its rows are
+/// padded to there (the widest f32 vector, AVX-512).
+inline constexpr std::int64_t kWideRows = 16;
+inline constexpr std::int64_t kRowPad = 16;
+
+/// Packed rows of an item (query rows x heads).
+inline std::int64_t packed_rows(const WorkItem& it) { return (it.row_end - it.row_begin) * it.heads; }
+inline bool is_wide(const WorkItem& it) { return packed_rows(it) >= kWideRows; }
+/// Rows an item's buffers hold: wide items round up to kRowPad.
+inline std::int64_t padded_rows(const WorkItem& it) {
+  const std::int64_t r = packed_rows(it);
+  return is_wide(it) ? (r + kRowPad - 1) / kRowPad * kRowPad : r;
+}
+
+/// A split group. Wave storage (floats from the wave's base): when `stored`, scores
+/// [Rp x cols] at scores_offset; always, per chunk the row max [Rp], row sum [Rp] and
+/// accumulators [Rp x v_dim] at partial_offset.
 struct SplitGroup {
   WorkItem item;
   std::int64_t chunks = 0;
-  std::size_t offset = 0;  ///< first float of this group in the global workspace
+  std::int64_t chunk_cols = 0;
+  bool stored = true;
+  std::size_t scores_offset = 0;
+  std::size_t partial_offset = 0;
+};
+
+/// Groups [group_begin, group_end) and their chunks [chunk_begin, chunk_end), run together.
+struct Wave {
+  std::int64_t group_begin = 0, group_end = 0;
+  std::int64_t chunk_begin = 0, chunk_end = 0;
 };
 
 /// Tile sizes of the cpu kernels, chosen from the problem shape only.
 struct TileShape {
-  std::int64_t rows = 0;  ///< packed query rows (group x query rows) per tile, at most
+  std::int64_t rows = 0;  ///< padded packed rows of the largest item
   std::int64_t cols = 0;  ///< KV columns per tile
 };
 
 /// The cpu backend's schedule.
 struct CpuPlan {
   TileShape tile;
-  std::int64_t chunk_cols = 0;      ///< KV tokens per chunk of a split group
-  std::vector<WorkItem> items;      ///< self-contained items (all three phases)
-  std::vector<WorkItem> chunks;     ///< chunk items of split groups (phases A, then B)
+  std::vector<WorkItem> items;   ///< self-contained items (all three phases)
+  std::vector<WorkItem> chunks;  ///< chunk items of split groups, grouped by group
   std::vector<SplitGroup> splits;
-  int threads = 1;                  ///< workers the per-thread scratch is sized for
+  std::vector<Wave> waves;
+  int threads = 1;                    ///< workers the per-thread scratch is sized for
   std::size_t floats_per_thread = 0;
-  std::size_t global_floats = 0;    ///< split-group storage
+  std::size_t wave_floats = 0;        ///< storage of the largest wave
   std::size_t workspace_bytes = 0;
 };
 
+/// Schedule knobs (tests force other chunk sizes; results then change only within tolerance).
+struct PlanLimits {
+  std::int64_t chunk_cols = 512;        ///< KV tokens per chunk of a split group
+  std::int64_t score_budget = 1 << 18;  ///< floats of stored scores per self-contained item
+  std::int64_t wave_budget = 1 << 24;   ///< floats of storage per wave
+};
+
 /// Builds the schedule for `threads` workers (>= 1). Items, tiles and chunks depend only on the
-/// problem; `threads` only sizes the per-thread scratch.
-CpuPlan make_cpu_plan(const Problem& p, int threads);
+/// problem and the limits; `threads` only sizes the per-thread scratch.
+CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& limits = {});
 
 /// Columns [lo, hi] (inclusive) some row in [row_begin, row_end) of batch b can see; lo > hi
 /// when none.

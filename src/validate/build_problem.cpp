@@ -236,6 +236,16 @@ Status build_problem(const FiaArgs& args, bool strict, Problem* out) {
     FIA_RETURN_IF_ERROR(check_hardware(c));
   }
   fill_problem(c, out);
+  // The outputs must be allocatable: bound their sizes (the inputs are bounded by check_tensors).
+  for (const auto* shape : {&out->out_shape, &out->lse_shape}) {
+    std::int64_t n = 1;
+    for (auto d : *shape) {
+      if (d != 0 && n > (std::int64_t{1} << 48) / d)
+        return invalid(shape == &out->out_shape ? "attention_out" : "softmax_lse",
+                       cat("the output would have too many elements, shape ", shape_str(*shape)));
+      n *= d;
+    }
+  }
   return Status::Ok();
 }
 

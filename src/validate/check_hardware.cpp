@@ -103,15 +103,16 @@ Status band(const Ctx& c) {
   std::int64_t pre = kIntMax, next = kIntMax;
   const bool padding = c.q_padding || c.kv_padding;
   if ((a.sparse_mode == 0 && c.has_mask && !padding) || a.sparse_mode == 4) {
-    pre = a.pre_tokens;
-    next = a.next_tokens;
+    pre = std::clamp(a.pre_tokens, -kFar, kFar);  // never negate INT64_MIN
+    next = std::clamp(a.next_tokens, -kFar, kFar);
   } else if (a.sparse_mode == 2) {
     next = 0;
   } else if (a.sparse_mode == 3) {
     return Status::Ok();
   }
   if (pre < 0 && next < 0)
-    return invalid("pre_tokens", cat("pre_tokens and next_tokens cannot both be negative, got ", pre, " and ", next));
+    return invalid("pre_tokens", cat("pre_tokens and next_tokens cannot both be negative, got ", a.pre_tokens, " and ",
+                                     a.next_tokens));
   if (pre < kIntMax && next < kIntMax && pre + next < 0)
     return invalid("next_tokens", cat("the next_tokens line must not be below the pre_tokens line (pre_tokens + ",
                                       "next_tokens >= 0), got ", pre, " and ", next));

@@ -88,7 +88,7 @@ Status kv_lengths(Ctx& c) {
     case Storage::kPaged: {
       if (!a.actual_seq_lengths_kv)
         return invalid(name, "required with a block_table (paged attention), got none");
-      const std::int64_t cap = c.max_blocks * a.block_size;
+      const std::int64_t cap = c.kv_width();
       FIA_RETURN_IF_ERROR(per_batch(name, *a.actual_seq_lengths_kv, B, [&](std::int64_t) { return cap; }, &c.act_kv));
       // FIA-SPEC 25.1 #9: every block id that is read must exist.
       const auto* table = static_cast<const std::int32_t*>(a.block_table.data);
@@ -239,7 +239,8 @@ Status shared_prefix(Ctx& c) {
 
 std::int64_t Ctx::kv_width() const {
   switch (storage) {
-    case Storage::kPaged: return max_blocks * a.block_size;
+    case Storage::kPaged:  // saturating: an absurd table cannot overflow
+      return max_blocks > (std::int64_t{1} << 40) / a.block_size ? std::int64_t{1} << 40 : max_blocks * a.block_size;
     case Storage::kTensorList: return list_seq.empty() ? 0 : *std::max_element(list_seq.begin(), list_seq.end());
     case Storage::kContiguous:
       if (is_token_layout(layout.in)) return act_kv.empty() ? 0 : *std::max_element(act_kv.begin(), act_kv.end());

@@ -5,6 +5,9 @@ namespace fia::detail {
 
 namespace {
 
+constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;  // fia's own limits, far above FIA's
+constexpr std::int64_t kMaxHeadDim = 65536;
+
 /// Logical sizes of one tensor in a layout.
 struct Axes {
   std::int64_t b = 1, s = 0, n = 0, d = 0;
@@ -62,6 +65,8 @@ Status check_query(Ctx& c) {
     return invalid("num_heads", cat("query head axis is ", q.n, " but num_heads is ", a.num_heads));
   c.num_heads = q.n;
   c.qk_dim = q.d;
+  if (c.qk_dim < 1 || c.qk_dim > kMaxHeadDim)
+    return invalid("query", cat("head dim must be in [1, ", kMaxHeadDim, "], got shape ", shape_str(a.query.shape)));
   if (is_token_layout(c.layout.in)) {
     c.q_tokens = q.s;
     if (!a.actual_seq_lengths)
@@ -71,6 +76,7 @@ Status check_query(Ctx& c) {
     c.batch = q.b;
     c.q_seq = q.s;
   }
+  if (c.batch > kMaxBatch) return invalid("query", cat("batch must be <= ", kMaxBatch, " (fia's limit), got ", c.batch));
 
   if (a.num_key_value_heads < 0)
     return invalid("num_key_value_heads", cat("num_key_value_heads must be >= 0, got ", a.num_key_value_heads));
@@ -81,11 +87,24 @@ Status check_query(Ctx& c) {
   return Status::Ok();
 }
 
+/// Decode MLA (rope and query head dim 512): `value` is ignored and V := K (15.4, 25.1 #11).
+bool value_ignored(const Ctx& c) { return c.a.query_rope.present() && c.qk_dim == 512; }
+
 /// Checks one key/value pair (or one tensor of a list, or a paged pool) whose layout is `layout`;
 /// returns its axes (key) and the value head dim.
 Status check_kv_pair(Ctx& c, const TensorView& k, const TensorView& v, Layout layout, Axes* kx,
                      std::int64_t* v_dim) {
   FIA_RETURN_IF_ERROR(check_rank("key", k, layout));
+  if (value_ignored(c)) {
+    if (!read_axes(k, layout, c.num_kv_heads, kx))
+      return invalid("key", cat("key hidden size ", k.shape[2], " is not a multiple of num_key_value_heads ",
+                                c.num_kv_heads));
+    if (kx->n != c.num_kv_heads)
+      return invalid("key", cat("key head count ", kx->n, " != num_key_value_heads ", c.num_kv_heads));
+    if (kx->d != c.qk_dim) return invalid("key", cat("key head dim ", kx->d, " != query head dim ", c.qk_dim));
+    *v_dim = kx->d;
+    return Status::Ok();
+  }
   FIA_RETURN_IF_ERROR(check_rank("value", v, layout));
   if (!read_axes(k, layout, c.num_kv_heads, kx))
     return invalid("key", cat("key hidden size ", k.shape[2], " is not a multiple of num_key_value_heads ",
@@ -101,6 +120,8 @@ Status check_kv_pair(Ctx& c, const TensorView& k, const TensorView& v, Layout la
                                 c.num_kv_heads));
   if (kx->d != c.qk_dim)
     return invalid("key", cat("key head dim ", kx->d, " != query head dim ", c.qk_dim));
+  if (vx.d < 1 || vx.d > kMaxHeadDim)
+    return invalid("value", cat("head dim must be in [1, ", kMaxHeadDim, "], got shape ", shape_str(v.shape)));
   *v_dim = vx.d;
   return Status::Ok();
 }
@@ -145,7 +166,8 @@ Status check_paged_kv(Ctx& c) {
   if (k.rank() != 3 && k.rank() != 4)
     return invalid("key", cat("a paged key cache must be (block_num, block_size, H) or (block_num, N, block_size, D), got shape ",
                               shape_str(k.shape)));
-  if (a.block_size <= 0) return invalid("block_size", cat("block_size must be > 0 with a block_table, got ", a.block_size));
+  if (a.block_size <= 0 || a.block_size > kMaxBatch)
+    return invalid("block_size", cat("block_size must be in [1, ", kMaxBatch, "] with a block_table, got ", a.block_size));
   c.paged_bnbsd = k.rank() == 4;
   // Read the pool as a BSH (block_num, block_size, H) or BNSD (block_num, N, block_size, D) tensor.
   Axes kx;
@@ -156,8 +178,8 @@ Status check_paged_kv(Ctx& c) {
   c.block_num = kx.b;
   const TensorView& t = a.block_table;
   if (t.dtype != DType::I32) return invalid("block_table", cat("block_table dtype must be INT32, got ", dtype_name(t.dtype)));
-  if (t.rank() != 2 || t.shape[0] == 0 || t.shape[1] == 0)
-    return invalid("block_table", cat("block_table must be 2-D (B, max_blocks) with no zero dims, got shape ",
+  if (t.rank() != 2 || (c.batch > 0 && t.shape[1] == 0))
+    return invalid("block_table", cat("block_table must be 2-D (B, max_blocks) with max_blocks >= 1, got shape ",
                                       shape_str(t.shape)));
   if (t.shape[0] != c.batch)
     return invalid("block_table", cat("block_table batch ", t.shape[0], " != query batch ", c.batch));
@@ -187,6 +209,8 @@ Status check_rope(Ctx& c) {
     return invalid("query_rope", cat("query_rope hidden size ", q.shape.back(), " is not a multiple of num_heads ",
                                      c.num_heads));
   c.rope_dim = fused ? q.shape.back() / c.num_heads : q.shape.back();
+  if (c.rope_dim < 1 || c.rope_dim > kMaxHeadDim)
+    return invalid("query_rope", cat("rope head dim must be in [1, ", kMaxHeadDim, "], got shape ", shape_str(q.shape)));
   const TensorView& k = a.key_rope;
   if (k.dtype != c.dtype)
     return invalid("key_rope", cat("key_rope dtype must equal the key dtype ", dtype_name(c.dtype), ", got ",

@@ -1,4 +1,5 @@
 // FIA-SPEC 20.1: presence, sizes, dtypes and the quantization parameters.
+#include <cmath>
 #include <limits>
 #include <utility>
 
@@ -9,6 +10,7 @@ namespace fia::detail {
 namespace {
 
 constexpr std::size_t kMaxRank = 8;
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
 
 /// A view must describe a real array: sane rank, non-negative dims, a size that fits, strides of
 /// the right count, data unless it is empty, and (for operands the kernels read row by row) a unit
@@ -17,11 +19,14 @@ Status check_view(const std::string& name, const TensorView& t, bool rows = true
   if (t.rank() > kMaxRank) return invalid(name, cat("rank must be <= ", kMaxRank, ", got ", t.rank()));
   if (!t.strides.empty() && t.strides.size() != t.rank())
     return invalid(name, cat("strides must have one entry per axis (", t.rank(), "), got ", t.strides.size()));
-  std::int64_t numel = 1;
+  // Bound the product of the non-zero dims too, so that strides and sizes derived from an empty
+  // tensor's shape cannot overflow.
+  std::int64_t numel = 1, nonzero = 1;
   for (auto d : t.shape) {
     if (d < 0) return invalid(name, cat("dimensions must be >= 0, got shape ", shape_str(t.shape)));
-    if (d != 0 && numel > (std::int64_t{1} << 48) / d)
+    if (d != 0 && nonzero > kMaxElements / d)
       return invalid(name, cat("too many elements, got shape ", shape_str(t.shape)));
+    if (d != 0) nonzero *= d;
     numel *= d;
   }
   if (numel > 0 && t.data == nullptr) return null_argument(name, cat("data is null for shape ", shape_str(t.shape)));
@@ -83,6 +88,10 @@ Status check_tensors(Ctx& c) {
     const bool rows = n == "query_rope" || n == "key_rope" || n == "key_shared_prefix" || n == "value_shared_prefix";
     FIA_RETURN_IF_ERROR(check_view(name, *view, rows));
   }
+
+  // The attribute scale is applied as a float32 (25.1 #13).
+  if (!std::isfinite(a.scale) || std::fabs(a.scale) > std::numeric_limits<float>::max())
+    return invalid("scale", cat("must be a finite float32 value, got ", a.scale));
 
   // 20.1 #2, #4: dtypes of query, key and value.
   const DType q = a.query.dtype;

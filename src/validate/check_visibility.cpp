@@ -85,6 +85,9 @@ Status check_visibility(Ctx& c) {
     return invalid("atten_mask", cat("dtype must be BOOL, INT8 or UINT8, got ", dtype_name(m.dtype)));
 
   if (c.legacy_decode) {  // 3.3: sparse_mode, pre_tokens, next_tokens are ignored
+    // With sparse_mode 2-4 the compressed 2048 x 2048 tile is no positional mask (6.2): with the
+    // sparse mode ignored, it is ignored too. Any other mask is a full user mask.
+    if (c.has_mask && a.sparse_mode >= 2 && a.sparse_mode <= 4 && check_compressed_mask(c).ok()) c.has_mask = false;
     if (c.has_mask) FIA_RETURN_IF_ERROR(check_full_mask(c, rows, cols));
   } else {
     const std::int64_t mode = a.sparse_mode;

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <filesystem>
 
 #include "commands.hpp"
 #include "io/case_dir.hpp"
@@ -10,22 +11,32 @@ void print_error(const std::string& parameter, const std::string& message) {
   else std::fprintf(stderr, "error: %s: %s\n", parameter.c_str(), message.c_str());
 }
 
+namespace {
+
+/// A rejected call writes nothing; an earlier run's result must not look like this one's either.
+int reject(const RunArgs& args, const Status& st) {
+  print_error(st.parameter, st.message);
+  std::error_code ec;
+  std::filesystem::remove(std::filesystem::path(args.out_dir) / "outputs.safetensors", ec);
+  return kExitRejected;
+}
+
+}  // namespace
+
 int run_command(const RunArgs& args) {
   io::Case c;
   Status st = io::load_case(args.case_dir, &c);
-  if (!st.ok()) {
-    print_error(st.parameter, st.message);
-    return kExitRejected;
-  }
+  if (!st.ok()) return reject(args, st);
   Options opt;
   opt.strict = args.strict;
   opt.threads = args.threads;
   opt.backend = args.backend == "reference" ? Backend::kReference : Backend::kCpu;
   Outputs out;
   st = fused_infer_attention_score(c.args, opt, &out);
+  if (!st.ok() && st.code != StatusCode::kInternal) return reject(args, st);
   if (!st.ok()) {
     print_error(st.parameter, st.message);
-    return st.code == StatusCode::kInternal ? kExitFailure : kExitRejected;
+    return kExitFailure;
   }
   st = io::write_outputs(args.out_dir, out);
   if (!st.ok()) {

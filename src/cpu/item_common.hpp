@@ -1,0 +1,82 @@
+// Target-independent helpers of the item kernels: visibility, pse, K/V token runs, query rows.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "cpu/attention_item.hpp"
+#include "cpu/convert.hpp"
+
+namespace fia::detail {
+
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// Scores that overflow float32 saturate at +-FLT_MAX, so that they dominate the softmax instead of
+/// turning it into NaN (inf - inf); -inf stays reserved for masked positions.
+inline float saturate(float s) {
+  return std::clamp(s, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max());
+}
+
+inline const std::byte* element_at(const void* base, std::int64_t offset, std::size_t es) {
+  return static_cast<const std::byte*>(base) + offset * static_cast<std::int64_t>(es);
+}
+
+/// True when every (row, column) of the item's rows and columns [c0, c0 + nc) is in the band and
+/// no full mask applies: the tile needs no per-element visibility.
+inline bool tile_fully_visible(const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc) {
+  if (p.has_mask) return false;
+  return c0 >= it.row_end - 1 + p.band_lo[it.b] && c0 + nc - 1 <= it.row_begin + p.band_hi[it.b];
+}
+
+/// Sets masked scores of columns [c0, c0 + nc) to -inf and adds pse to the others (FIA-SPEC 5
+/// steps 4-5, 6.3-6.4), for the item's real rows.
+inline void apply_visibility(const Problem& p, const WorkItem& it, ScoreView sv, std::int64_t c0, std::int64_t nc) {
+  const bool full = tile_fully_visible(p, it, c0, nc);
+  if (full && !p.has_pse) return;
+  const std::int64_t b = it.b, G = p.group, R = packed_rows(it);
+  for (std::int64_t r = 0; r < R; ++r) {
+    const std::int64_t n = it.query_head(G, r), i = it.query_row(r);
+    const std::int64_t lo = i + p.band_lo[b], hi = i + p.band_hi[b];
+    float* row = sv.base + r * sv.row_stride;
+    for (std::int64_t c = 0; c < nc; ++c) {
+      const std::int64_t j = c0 + c;
+      float& s = row[(j - it.col_begin) * sv.col_stride];
+      if (!full && (j < lo || j > hi || (p.has_mask && p.masked(b, i, j)))) {
+        s = kNegInf;
+      } else if (p.has_pse) {
+        const BiasIndex& x = p.pse;
+        s = saturate(s + load_one(x.base, x.dtype,
+                                  b * x.batch_stride + n * x.head_stride + (p.q_start[b] + i) * x.row_stride +
+                                      (j + p.kv_col_offset[b]) * x.col_stride));
+      }
+    }
+  }
+}
+
+/// Calls fn(token index relative to j0, run) for consecutive runs covering tokens [j0, j0 + count)
+/// of batch b, KV head h; run.count is clipped to the range.
+template <class Fn>
+void for_each_run(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t j0, std::int64_t count, Fn fn) {
+  std::int64_t c = 0;
+  while (c < count) {
+    KvRun run = p.locate(b, h, j0 + c);
+    run.count = std::min(run.count, count - c);
+    fn(c, run);
+    c += run.count;
+  }
+}
+
+/// Query (and rope) row of packed row r as floats at dst[x * stride] for x in [0, qk_dim) and
+/// [qk_dim, qk_dim + rope_dim).
+inline void load_query_row(const Problem& p, const WorkItem& it, std::int64_t r, float* dst, std::int64_t stride) {
+  const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+  const std::size_t es = dtype_size(p.dtype);
+  const std::byte* q = element_at(p.query.base, p.query.offset(it.b, n, i), es);
+  for (std::int64_t x = 0; x < p.qk_dim; ++x) dst[x * stride] = load_one(q, p.dtype, x);
+  if (p.rope_dim == 0) return;
+  const std::byte* qr = element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es);
+  for (std::int64_t x = 0; x < p.rope_dim; ++x) dst[(p.qk_dim + x) * stride] = load_one(qr, p.dtype, x);
+}
+
+}  // namespace fia::detail

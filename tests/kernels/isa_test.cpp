@@ -1,0 +1,82 @@
+// The kernels on every instruction set this build compiles and this CPU supports (Highway
+// dynamic dispatch): each one against the float64 reference, over random calls and over head
+// dims and KV lengths that straddle every vector, tile and chunk boundary.
+#include <gtest/gtest.h>
+
+#include "cpu/attention_item.hpp"
+#include "cpu/isa.hpp"
+#include "support/call_builder.hpp"
+#include "support/criterion.hpp"
+#include "support/random_spec.hpp"
+#include "support/run_helpers.hpp"
+
+namespace fia::test {
+namespace {
+
+class PerIsa : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(detail::force_isa(GetParam())) << GetParam(); }
+  void TearDown() override { detail::force_isa(""); }
+
+  void check(const CallSpec& spec, std::uint64_t seed) {
+    TestCall call = build_call(spec, seed);
+    detail::ReferenceResult exact;
+    Status st = reference_exact(call.args, &exact);
+    ASSERT_TRUE(st.ok()) << st.to_string() << "\n" << describe(spec);
+    Outputs out;
+    st = run_call(call.args, Backend::kCpu, 2, &out);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_STREQ(detail::kernel_isa(), GetParam().c_str());
+    const Verdict v = criterion_a(out.attention_out, exact.out);
+    EXPECT_TRUE(v.pass) << GetParam() << ": " << v.detail << "\n" << describe(spec);
+    if (spec.lse) {
+      const Verdict l = lse_match(out.softmax_lse, exact.lse);
+      EXPECT_TRUE(l.pass) << GetParam() << ": " << l.detail << "\n" << describe(spec);
+    }
+  }
+};
+
+TEST_P(PerIsa, RandomCalls) {
+  for (std::uint64_t seed = 2000; seed < 2060; ++seed) check(random_spec(seed), seed);
+}
+
+TEST_P(PerIsa, HeadDimsAndKvLengthsAroundEveryBoundary) {
+  for (std::int64_t d : {16, 24, 64, 100, 128, 256}) {
+    for (std::int64_t kv : {1, 511, 512, 513, 1025, 1537, 2500}) {
+      for (std::int64_t q : {1, 3, 40}) {
+        if (q == 40 && kv > 600) continue;  // prefill lengths are covered by the tile tests
+        CallSpec s;
+        s.layout = "BNSD";
+        s.dtype = d % 3 ? DType::BF16 : DType::F16;
+        s.num_heads = 4;
+        s.num_kv_heads = 2;
+        s.q_seq = q;
+        s.kv_seq = kv;
+        s.qk_dim = d;
+        s.lse = true;
+        s.sink = kv % 2 == 1;
+        if (q > 1) {
+          s.mask = MaskKind::kCompressed;
+          s.sparse_mode = 3;
+        }
+        check(s, static_cast<std::uint64_t>(d * 10000 + kv * 10 + q));
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Compiled, PerIsa, ::testing::ValuesIn(detail::available_isas()),
+                         [](const auto& info) { return info.param; });
+
+TEST(Isa, EnvironmentCapIsHonoured) {
+  const auto isas = detail::available_isas();
+  ASSERT_FALSE(isas.empty());
+  EXPECT_FALSE(detail::force_isa("NOT_AN_ISA"));
+  ASSERT_TRUE(detail::force_isa(isas.back()));
+  EXPECT_STREQ(detail::kernel_isa(), isas.back().c_str());
+  detail::force_isa("");
+  EXPECT_STREQ(detail::kernel_isa(), isas.front().c_str());
+}
+
+}  // namespace
+}  // namespace fia::test

@@ -1,0 +1,109 @@
+// Forced schedules (FIA-SPEC 21.1 A): other chunk sizes, scores recomputed instead of stored, many
+// waves — results change only within tolerance, and the plans really take those paths.
+#include <gtest/gtest.h>
+
+#include "api/plan_state.hpp"
+#include "support/call_builder.hpp"
+#include "support/criterion.hpp"
+#include "support/run_helpers.hpp"
+#include "validate/build_problem.hpp"
+
+namespace fia::test {
+namespace {
+
+Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, detail::CpuPlan* used) {
+  auto state = std::make_shared<detail::PlanState>();
+  EXPECT_TRUE(detail::build_problem(args, false, &state->problem).ok());
+  state->backend = Backend::kCpu;
+  state->threads = 2;
+  state->cpu = detail::make_cpu_plan(state->problem, 2, limits);
+  *used = state->cpu;
+  const Plan plan = detail::PlanAccess::make(state);
+  Outputs o;
+  o.attention_out = OwnedTensor(plan.attention_out_dtype(), plan.attention_out_shape());
+  o.softmax_lse = OwnedTensor(DType::F32, plan.softmax_lse_shape());
+  std::vector<std::byte> ws(plan.workspace_bytes());
+  const Status st = run(plan, o.attention_out.mutable_view(), o.softmax_lse.mutable_view(), ws.data(), ws.size());
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return o;
+}
+
+CallSpec long_rows(std::int64_t q_seq, std::int64_t group) {
+  CallSpec s;
+  s.layout = "BSND";
+  s.dtype = DType::BF16;
+  s.batch = 2;
+  s.num_kv_heads = 2;
+  s.num_heads = 2 * group;
+  s.q_seq = q_seq;
+  s.kv_seq = 1300;
+  s.act_kv = std::vector<std::int64_t>{1300, 777};
+  s.qk_dim = 32;
+  s.lse = true;
+  s.sink = true;
+  if (q_seq > 1) {
+    s.mask = MaskKind::kCompressed;
+    s.sparse_mode = 3;
+  }
+  return s;
+}
+
+struct Forced {
+  const char* name;
+  detail::PlanLimits limits;
+};
+
+class ForcedSchedule : public ::testing::TestWithParam<Forced> {};
+
+TEST_P(ForcedSchedule, WithinToleranceOfTheReference) {
+  for (std::int64_t q : {1, 5, 40}) {
+    for (std::int64_t g : {1, 4, 20}) {
+      const CallSpec spec = long_rows(q, g);
+      TestCall call = build_call(spec, static_cast<std::uint64_t>(q * 100 + g));
+      detail::ReferenceResult exact;
+      ASSERT_TRUE(reference_exact(call.args, &exact).ok());
+      detail::CpuPlan plan;
+      const Outputs o = run_with_limits(call.args, GetParam().limits, &plan);
+      const Verdict v = criterion_a(o.attention_out, exact.out);
+      EXPECT_TRUE(v.pass) << GetParam().name << ": " << v.detail << "\n" << describe(spec);
+      const Verdict l = lse_match(o.softmax_lse, exact.lse);
+      EXPECT_TRUE(l.pass) << GetParam().name << ": " << l.detail;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Limits, ForcedSchedule,
+                         ::testing::Values(Forced{"default", {}}, Forced{"chunk100", {100, 1 << 18, 1 << 24}},
+                                           Forced{"chunk7", {7, 1 << 18, 1 << 24}},
+                                           Forced{"small_items", {64, 2000, 1 << 24}},
+                                           Forced{"recompute", {64, 2000, 3000}},
+                                           Forced{"tiny_waves", {300, 4000, 60000}}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ForcedSchedule, PlansTakeTheForcedPaths) {
+  TestCall call = build_call(long_rows(40, 4), 1);
+  detail::CpuPlan plan;
+  run_with_limits(call.args, {64, 2000, 3000}, &plan);
+  ASSERT_FALSE(plan.splits.empty());
+  bool recomputed = false;
+  for (const auto& g : plan.splits) recomputed = recomputed || !g.stored;
+  EXPECT_TRUE(recomputed);
+  EXPECT_GT(plan.waves.size(), 1u);
+  run_with_limits(call.args, {300, 4000, 60000}, &plan);
+  bool stored = false;
+  for (const auto& g : plan.splits) stored = stored || g.stored;
+  EXPECT_TRUE(stored);
+  EXPECT_GT(plan.waves.size(), 1u);
+}
+
+TEST(ForcedSchedule, ChunkSizesChangeResultsOnlyWithinTolerance) {
+  TestCall call = build_call(long_rows(1, 8), 9);
+  detail::CpuPlan plan;
+  const Outputs a = run_with_limits(call.args, {512, 1 << 18, 1 << 24}, &plan);
+  const Outputs b = run_with_limits(call.args, {33, 1 << 18, 1 << 24}, &plan);
+  const Verdict v = criterion_a(b.attention_out, to_doubles(a.attention_out));
+  EXPECT_TRUE(v.pass) << v.detail;
+}
+
+}  // namespace
+}  // namespace fia::test
