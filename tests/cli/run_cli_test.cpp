@@ -74,6 +74,30 @@ TEST(FiaRun, MalformedFilesAreRejectedCleanly) {
   fs::remove_all(dir);
 }
 
+TEST(FiaRun, UsageErrorsAreOneErrorLine) {
+  for (const std::vector<std::string> args : {std::vector<std::string>{"run", "x"},
+                                              std::vector<std::string>{"run", "x", "--out", "y", "--threads", "-1"},
+                                              std::vector<std::string>{"run", "x", "--out", "y", "--backend", "gpu"}}) {
+    const CliResult r = run_fia(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST(FiaRun, RejectionRemovesAStaleResult) {
+  CallSpec spec;
+  TestCall call = build_call(spec, 5);
+  const std::string dir = temp_dir("stale");
+  ASSERT_TRUE(io::save_case(dir + "/case", call.args).ok());
+  ASSERT_EQ(run_fia({"run", dir + "/case", "--out", dir + "/out"}).exit_code, 0);
+  ASSERT_TRUE(fs::exists(dir + "/out/outputs.safetensors"));
+  std::ofstream(dir + "/case/params.json") << "{\"num_heads\": 0}";
+  EXPECT_EQ(run_fia({"run", dir + "/case", "--out", dir + "/out"}).exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir + "/out/outputs.safetensors"));
+  fs::remove_all(dir);
+}
+
 TEST(FiaRun, ReadsNpyInputs) {
   // query as query.npy (F16), key/value in inputs.safetensors.
   CallSpec spec;

@@ -70,6 +70,18 @@ std::vector<unsigned char> npy(const std::string& dict, std::size_t data_bytes) 
   return img;
 }
 
+TEST(Safetensors, RejectsDuplicateNamesAndDirectories) {
+  TensorFile f;
+  const Status st = parse_safetensors(
+      image_with_header(R"({"t":{"dtype":"F16","shape":[1],"data_offsets":[0,2]},"t":{"dtype":"F16","shape":[1],"data_offsets":[2,4]}})", 4),
+      "x", &f);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message.find("'t' twice"), std::string::npos) << st.message;
+  std::vector<unsigned char> bytes;
+  EXPECT_FALSE(read_file("/", &bytes));
+  EXPECT_FALSE(read_safetensors("/", &f).ok());
+}
+
 TEST(Npy, ParsesAndRejects) {
   OwnedTensor t;
   ASSERT_TRUE(parse_npy(npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", 12), "q.npy", &t).ok());
@@ -117,6 +129,7 @@ TEST(Params, RejectsNamingTheKey) {
       {R"({"scale": "x"})", "scale"},
       {R"({"block_size": 18446744073709551615})", "block_size"},
       {R"([1, 2])", "params.json"},
+      {R"({"num_heads": 1, "num_heads": 2})", "num_heads"},
       {R"({"num_heads": )", "params.json"},
   };
   for (const auto& [text, name] : bad) {

@@ -3,6 +3,7 @@
 // marked strict are Ascend hardware limits: the default mode must accept those calls.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 #include "support/call_builder.hpp"
@@ -115,7 +116,12 @@ std::vector<Rule> rules() {
       {"dequant_scale_query_unused", prefill(), [](A c) { c.args.dequant_scale_query = c.keep(zeros(DType::F32, {1})); }, "dequant_scale_query", kInvalid},
       {"quant_offset2_alone", prefill(), [](A c) { c.args.quant_offset2 = c.keep(zeros(DType::F32, {1})); }, "quant_offset2", kInvalid},
       {"post_quant_unsupported", prefill(), [](A c) { c.args.quant_scale2 = c.keep(zeros(DType::F32, {1})); }, "quant_scale2", kUnsup},
+      {"scale_not_float32", prefill(), [](A c) { c.args.scale = 1e39; }, "scale", kInvalid},
+      {"scale_nan", prefill(), [](A c) { c.args.scale = std::nan(""); }, "scale", kInvalid},
       // 20.2 layout, ranks, heads, head dims
+      {"query_head_dim_zero", prefill(), [](A c) { c.args.query.shape[3] = 0; c.args.key[0].shape[3] = 0; }, "query", kInvalid},
+      {"value_head_dim_zero", prefill(), [](A c) { c.args.value[0].shape[3] = 0; }, "value", kInvalid},
+      {"batch_cap", with(decode(), [](CallSpec& s) { s.q_seq = 0; }), [](A c) { c.args.query.shape[0] = (1 << 24) + 1; }, "query", kInvalid},
       {"num_heads_zero", prefill(), [](A c) { c.args.num_heads = 0; }, "num_heads", kInvalid},
       {"bad_layout", prefill(), [](A c) { c.args.input_layout = "BSND_TND"; }, "input_layout", kInvalid},
       {"query_rank", prefill(), [](A c) { c.args.query.shape.push_back(1); }, "query", kInvalid},
@@ -280,6 +286,44 @@ TEST_P(ValidationRule, RejectsNamingTheParameter) {
 
 INSTANTIATE_TEST_SUITE_P(Fia, ValidationRule, ::testing::ValuesIn(rules()),
                          [](const auto& info) { return info.param.name; });
+
+// Decode MLA (rope, head dim 512): value is ignored (V := K), so a dummy value is fine (25.1 #11).
+TEST(ValidationRule, DecodeMlaIgnoresValue) {
+  CallSpec s = paged();
+  s.layout = "BSND";
+  s.q_seq = 1;
+  s.num_heads = 2;
+  s.num_kv_heads = 1;
+  s.qk_dim = 512;
+  s.rope_dim = 64;
+  TestCall call = build_call(s, 3);
+  Outputs with_value;
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 1, &with_value).ok());
+  call.args.value = {call.keep(OwnedTensor(DType::F16, {1, 1, 512}))};
+  Outputs dummy;
+  const Status st = run_call(call.args, Backend::kCpu, 1, &dummy);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(with_value.attention_out.bytes, dummy.attention_out.bytes);
+}
+
+// Legacy decode ignores sparse_mode (3.3), and with it the compressed tile of modes 2-4 (6.2).
+TEST(ValidationRule, LegacyDecodeIgnoresTheCompressedMask) {
+  CallSpec s = decode();
+  TestCall call = build_call(s, 4);
+  Outputs plain;
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 1, &plain).ok());
+  CallSpec m = s;
+  m.mask = MaskKind::kCompressed;
+  const TensorView tile = build_call(m, 1).args.atten_mask;
+  for (std::int64_t mode : {2, 3, 4}) {
+    call.args.sparse_mode = mode;
+    call.args.atten_mask = tile;
+    Outputs masked;
+    const Status st = run_call(call.args, Backend::kCpu, 1, &masked);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_EQ(plain.attention_out.bytes, masked.attention_out.bytes) << "sparse_mode " << mode;
+  }
+}
 
 // The valid base calls themselves pass, in both modes where they respect the hardware limits.
 TEST(ValidationRule, BaseCallsAreValid) {
