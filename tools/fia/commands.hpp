@@ -1,6 +1,7 @@
 // Subcommands of the fia command-line tool.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace fia::cli {
@@ -22,6 +23,28 @@ struct RunArgs {
 /// OUT_DIR/outputs.safetensors. On a rejected call prints one `error: ` line, writes nothing and
 /// returns kExitRejected.
 int run_command(const RunArgs& args);
+
+struct GenerateArgs {
+  std::string model;
+  std::string tokenizer;
+  std::string prompt;
+  std::string batch_prompts;
+  int steps = 256;
+  float temperature = 0.0f;
+  float top_p = 0.9f;
+  std::uint64_t seed = 42;
+  std::string kv_dtype = "fp32";
+  int block_size = 16;
+  std::string backend = "cpu";
+  int threads = 0;
+  bool print_ids = false;
+};
+
+/// `fia generate --model M.bin --tokenizer T.bin`: runs a llama2.c model with every attention
+/// call done by FIA (prefill, then paged decode) and prints the text, or the token ids, on stdout
+/// and the speed and attention share on stderr. A bad model, tokenizer or request prints one
+/// `error: ` line and returns kExitRejected.
+int generate_command(const GenerateArgs& args);
 
 /// Prints "error: <parameter>: <message>" on stderr.
 void print_error(const std::string& parameter, const std::string& message);

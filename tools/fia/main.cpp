@@ -1,4 +1,5 @@
 // fia: the command-line tool. `fia run` computes one case folder (CASE-FORMAT.md).
+// `fia generate` runs a llama2.c model whose attention calls are all FIA calls.
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
@@ -17,6 +18,30 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--threads", run.threads, "Worker threads (0 = all cores)")->check(CLI::Range(0, 1024));
   run_cmd->add_flag("--strict", run.strict, "Also reject what an Ascend NPU would reject (hardware limits)");
 
+  GenerateArgs gen;
+  CLI::App* gen_cmd =
+      app.add_subcommand("generate", "Generate text with a llama2.c model, every attention call done by FIA");
+  gen_cmd->add_option("--model", gen.model, "llama2.c checkpoint (legacy .bin format)")->required();
+  gen_cmd->add_option("--tokenizer", gen.tokenizer, "llama2.c tokenizer .bin")->required();
+  CLI::Option* prompt_opt =
+      gen_cmd->add_option("--prompt", gen.prompt, "Text to start from (default: empty, BOS only)");
+  gen_cmd->add_option("--batch-prompts", gen.batch_prompts, "File with one prompt per line, generated as one batch")
+      ->excludes(prompt_opt);
+  gen_cmd->add_option("--steps", gen.steps, "Positions per sequence, prompt included, as run.c's -n (0 = seq_len)")
+      ->check(CLI::NonNegativeNumber);
+  gen_cmd->add_option("--temperature", gen.temperature, "0 = greedy (default)")->check(CLI::NonNegativeNumber);
+  gen_cmd->add_option("--top-p", gen.top_p, "Nucleus sampling threshold when temperature > 0")
+      ->check(CLI::Range(0.0, 1.0));
+  gen_cmd->add_option("--seed", gen.seed, "Sampler seed");
+  gen_cmd->add_option("--kv-dtype", gen.kv_dtype, "KV cache dtype: fp32 (default), fp16 or bf16")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  gen_cmd->add_option("--block-size", gen.block_size, "Tokens per KV cache block")->check(CLI::PositiveNumber);
+  gen_cmd->add_option("--backend", gen.backend, "cpu (default) or reference (float64)")
+      ->check(CLI::IsMember({"cpu", "reference"}));
+  gen_cmd->add_option("--threads", gen.threads, "Worker threads of FIA (0 = all cores)")
+      ->check(CLI::NonNegativeNumber);
+  gen_cmd->add_flag("--print-ids", gen.print_ids, "Print the token ids, one per line, instead of the text");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -30,5 +55,6 @@ int main(int argc, char** argv) {
     return kExitRejected;
   }
   if (run_cmd->parsed()) return run_command(run);
+  if (gen_cmd->parsed()) return generate_command(gen);
   return kExitFailure;
 }
