@@ -114,13 +114,33 @@ void run_reference(const Problem& p, MutableTensorView& out, MutableTensorView& 
     for_each_element(p.lse_shape, lse, [&](std::int64_t lin, std::int64_t off) { store(lse, off, r.lse[lin]); });
 }
 
+/// True when a view with `shape` is row-major contiguous.
+bool contiguous(const MutableTensorView& v, const std::vector<std::int64_t>& shape) {
+  std::int64_t expect = 1;
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    if (shape[k] > 1 && v.stride(k) != expect) return false;
+    expect *= shape[k];
+  }
+  return true;
+}
+
+/// Sets every element of an output view to `x` (contiguous views in one pass).
+void fill(MutableTensorView& v, const std::vector<std::int64_t>& shape, double x) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  if (contiguous(v, shape) && x == 0.0) {
+    std::memset(v.data, 0, static_cast<std::size_t>(n) * dtype_size(v.dtype));
+  } else if (contiguous(v, shape) && v.dtype == DType::F32) {
+    std::fill(static_cast<float*>(v.data), static_cast<float*>(v.data) + n, static_cast<float>(x));
+  } else {
+    for_each_element(shape, v, [&](std::int64_t, std::int64_t off) { store(v, off, x); });
+  }
+}
+
 void run_cpu(const PlanState& s, MutableTensorView& out, MutableTensorView& lse, void* workspace) {
   const Problem& p = s.problem;
-  for_each_element(p.out_shape, out, [&](std::int64_t, std::int64_t off) { store(out, off, 0.0); });
-  if (p.lse) {
-    const double inf = std::numeric_limits<double>::infinity();
-    for_each_element(p.lse_shape, lse, [&](std::int64_t, std::int64_t off) { store(lse, off, inf); });
-  }
+  fill(out, p.out_shape, 0.0);
+  if (p.lse) fill(lse, p.lse_shape, std::numeric_limits<double>::infinity());
   detail::OutputRows dst{p.out_index(out), p.lse ? p.lse_index(lse) : detail::RowIndex{}};
   detail::cpu_run(p, s.cpu, dst, workspace, s.threads);
 }

@@ -5,6 +5,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
 #include <hwy/contrib/math/math-inl.h>
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include <cmath>
@@ -101,118 +102,282 @@ HWY_INLINE float exp_row(DF df, float* x, std::int64_t n, float m, DType t) {
 
 // ---- narrow items (decode): K and V read in place, widened in registers ---------------------
 
-/// acc += dot products of up to 4 query rows with one K row of n elements.
-template <class Src>
-HWY_INLINE void dot4(DF df, const float* q, std::int64_t q_stride, std::int64_t rows, const typename Src::T* k,
-                     std::int64_t n, float* out) {
+/// How many tokens ahead decode kernels prefetch K and V rows.
+constexpr std::int64_t kPrefetchTokens = 8;
+
+/// Tokens per block when an item spans several KV heads: each block's token rows are read for all
+/// heads before the next block, and the next block is prefetched meanwhile.
+constexpr std::int64_t kTokenBlock = 32;
+
+/// Prefetches the cache lines of one row of `bytes` bytes.
+HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
+  const auto* b = static_cast<const char*>(row);
+  for (std::int64_t o = 0; o < bytes; o += 64) hwy::Prefetch(b + o);
+}
+
+/// out[0..4) = the lane sums of a, b, c, d. On x86 with 256/512-bit vectors, three horizontal
+/// adds serve all four sums; elsewhere one reduction each.
+HWY_INLINE void sum4(DF df, VF a, VF b, VF c, VF d, float* out) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || HWY_TARGET == HWY_AVX2
+  auto to8 = [](VF v) {
+#if HWY_TARGET == HWY_AVX2
+    return v.raw;
+#else
+    return _mm256_add_ps(_mm512_castps512_ps256(v.raw), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v.raw), 1)));
+#endif
+  };
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(to8(a), to8(b)), _mm256_hadd_ps(to8(c), to8(d)));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+#else
+  out[0] = hn::GetLane(hn::SumOfLanes(df, a));
+  out[1] = hn::GetLane(hn::SumOfLanes(df, b));
+  out[2] = hn::GetLane(hn::SumOfLanes(df, c));
+  out[3] = hn::GetLane(hn::SumOfLanes(df, d));
+#endif
+}
+
+/// Calls fn(first token, first packed row, sub-run, prefetch bytes) for every (query row, KV head)
+/// of a narrow item over one run. Single-head items take the run whole and prefetch their own
+/// rows; items spanning several KV heads go block by block of kTokenBlock tokens, all heads of a
+/// block before the next, prefetching the next block's rows of all their heads.
+template <class Fn>
+HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
+                               std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems, Fn fn) {
+  const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.dtype));
+  const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
+  const std::int64_t row_bytes = row_elems * es;
+  if (kvh == 1) {
+    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? row_bytes : 0);
+    return;
+  }
+  const std::int64_t span = (kvh - 1) * head_stride * es + row_bytes;  // all heads of one token
+  const bool prefetch = span <= 8192;
+  const auto* first = static_cast<const char*>(base);
+  for (std::int64_t t = 0; t < run.count; t += kTokenBlock) {
+    const std::int64_t nt = std::min(kTokenBlock, run.count - t);
+    for (std::int64_t u = t + kTokenBlock; prefetch && u < std::min(t + 2 * kTokenBlock, run.count); ++u)
+      prefetch_row(first + u * token_stride * es, span);
+    for (std::int64_t rl = 0; rl < nrows; ++rl)
+      for (std::int64_t hk = 0; hk < kvh; ++hk) fn(t, (rl * kvh + hk) * it.heads, run.sub(t, nt, hk, es), 0);
+  }
+}
+
+/// Dot products of ROWS query rows (stride kw) with two K rows k0, k1 over n elements, added to
+/// out0[r * os0] / out1[r * os1]. k1 may repeat k0 (its result is then ignored by the caller).
+template <class Src, int ROWS>
+HWY_INLINE void dots2(DF df, const float* q, std::int64_t kw, const typename Src::T* k0, const typename Src::T* k1,
+                      std::int64_t n, float* out0, std::int64_t os0, float* out1, std::int64_t os1) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+  VF b0 = hn::Zero(df), b1 = hn::Zero(df), b2 = hn::Zero(df), b3 = hn::Zero(df);
   std::int64_t d = 0;
   for (; d + L <= n; d += L) {
-    const VF kv = Src::load(df, k + d);
-    a0 = hn::MulAdd(hn::LoadU(df, q + d), kv, a0);
-    if (rows > 1) a1 = hn::MulAdd(hn::LoadU(df, q + q_stride + d), kv, a1);
-    if (rows > 2) a2 = hn::MulAdd(hn::LoadU(df, q + 2 * q_stride + d), kv, a2);
-    if (rows > 3) a3 = hn::MulAdd(hn::LoadU(df, q + 3 * q_stride + d), kv, a3);
+    const VF x0 = Src::load(df, k0 + d), x1 = Src::load(df, k1 + d);
+    VF qv = hn::LoadU(df, q + d);
+    a0 = hn::MulAdd(qv, x0, a0);
+    b0 = hn::MulAdd(qv, x1, b0);
+    if constexpr (ROWS > 1) {
+      qv = hn::LoadU(df, q + kw + d);
+      a1 = hn::MulAdd(qv, x0, a1);
+      b1 = hn::MulAdd(qv, x1, b1);
+    }
+    if constexpr (ROWS > 2) {
+      qv = hn::LoadU(df, q + 2 * kw + d);
+      a2 = hn::MulAdd(qv, x0, a2);
+      b2 = hn::MulAdd(qv, x1, b2);
+    }
+    if constexpr (ROWS > 3) {
+      qv = hn::LoadU(df, q + 3 * kw + d);
+      a3 = hn::MulAdd(qv, x0, a3);
+      b3 = hn::MulAdd(qv, x1, b3);
+    }
   }
-  float s[4] = {hn::GetLane(hn::SumOfLanes(df, a0)), hn::GetLane(hn::SumOfLanes(df, a1)),
-                hn::GetLane(hn::SumOfLanes(df, a2)), hn::GetLane(hn::SumOfLanes(df, a3))};
-  for (; d < n; ++d) {
-    const float kd = Src::one(k + d);
-    for (std::int64_t r = 0; r < rows; ++r) s[r] += q[r * q_stride + d] * kd;
+  float sa[4], sb[4];
+  sum4(df, a0, a1, a2, a3, sa);
+  sum4(df, b0, b1, b2, b3, sb);
+  for (int r = 0; r < ROWS; ++r) {
+    float s0 = sa[r], s1 = sb[r];
+    for (std::int64_t e = d; e < n; ++e) {
+      s0 += q[r * kw + e] * Src::one(k0 + e);
+      s1 += q[r * kw + e] * Src::one(k1 + e);
+    }
+    out0[r * os0] += s0;
+    out1[r * os1] += s1;
   }
-  for (std::int64_t r = 0; r < rows; ++r) out[r] += s[r];
+}
+
+/// Raw dot products (with the rope part) of ROWS rows against the tokens of one run.
+template <class Src, int ROWS>
+void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const KvRun& run, float* out, std::int64_t os,
+              std::int64_t row_bytes) {
+  using T = typename Src::T;
+  const T* k = static_cast<const T*>(run.key);
+  const T* kr = static_cast<const T*>(run.key_rope);
+  for (std::int64_t t = 0; t < run.count; t += 2) {
+    const std::int64_t t1 = std::min(t + 1, run.count - 1);
+    if (row_bytes > 0 && t + kPrefetchTokens + 1 < run.count) {
+      prefetch_row(k + (t + kPrefetchTokens) * run.key_stride, row_bytes);
+      prefetch_row(k + (t + kPrefetchTokens + 1) * run.key_stride, row_bytes);
+    }
+    float sink[4];  // the second result of a lone last token lands here
+    float* o1 = t + 1 < run.count ? out + t + 1 : sink;
+    const std::int64_t os1 = t + 1 < run.count ? os : 1;
+    for (int r = 0; r < ROWS; ++r) out[r * os + t] = 0.0f;
+    for (int r = 0; r < ROWS; ++r) o1[r * os1] = 0.0f;
+    dots2<Src, ROWS>(df, q, kw, k + t * run.key_stride, k + t1 * run.key_stride, p.qk_dim, out + t, os, o1, os1);
+    if (p.rope_dim > 0)
+      dots2<Src, ROWS>(df, q + p.qk_dim, kw, kr + t * run.rope_stride, kr + t1 * run.rope_stride, p.rope_dim, out + t, os,
+                       o1, os1);
+  }
+}
+
+/// x[0:n) = saturate(x * scale) in place; returns the max.
+HWY_INLINE float scale_row(DF df, float* x, std::int64_t n, float scale) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const VF vs = hn::Set(df, scale);
+  const VF lo = hn::Set(df, -std::numeric_limits<float>::max()), hi = hn::Set(df, std::numeric_limits<float>::max());
+  VF vm = hn::Set(df, kNegInf);
+  std::int64_t c = 0;
+  for (; c + L <= n; c += L) {
+    const VF v = hn::Min(hn::Max(hn::Mul(hn::LoadU(df, x + c), vs), lo), hi);
+    vm = hn::Max(vm, v);
+    hn::StoreU(v, df, x + c);
+  }
+  float m = hn::GetLane(hn::MaxOfLanes(df, vm));
+  for (; c < n; ++c) {
+    x[c] = saturate(x[c] * scale);
+    m = std::max(m, x[c]);
+  }
+  return m;
 }
 
 template <class Src>
 void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                    float* m) {
-  using T = typename Src::T;
   const DF df;
   const std::int64_t R = packed_rows(it), kw = p.qk_dim + p.rope_dim;
   for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r * kw, 1);
   std::fill(m, m + R, kNegInf);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+    float* tile_scores = sv.base + (c0 - it.col_begin);
     for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
-      const T* k = static_cast<const T*>(run.key);
-      const T* kr = static_cast<const T*>(run.key_rope);
-      for (std::int64_t t = 0; t < run.count; ++t) {
-        float dots[4];
-        for (std::int64_t r0 = 0; r0 < R; r0 += 4) {
-          const std::int64_t rows = std::min<std::int64_t>(4, R - r0);
-          std::fill(dots, dots + 4, 0.0f);
-          dot4<Src>(df, s.q + r0 * kw, kw, rows, k + t * run.key_stride, p.qk_dim, dots);
-          if (p.rope_dim > 0) dot4<Src>(df, s.q + r0 * kw + p.qk_dim, kw, rows, kr + t * run.rope_stride, p.rope_dim, dots);
-          for (std::int64_t r = 0; r < rows; ++r)
-            sv.base[(r0 + r) * sv.row_stride + (c0 - it.col_begin + c + t)] = saturate(dots[r] * p.scale);
-        }
-      }
+      for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim,
+                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, std::int64_t prefetch) {
+                       for (std::int64_t g0 = 0; g0 < it.heads; g0 += 4) {
+                         const float* q = s.q + (base_r + g0) * kw;
+                         float* out = tile_scores + (base_r + g0) * sv.row_stride + c + t;
+                         const std::int64_t pf = g0 == 0 ? prefetch : 0;
+                         switch (std::min<std::int64_t>(4, it.heads - g0)) {
+                           case 1: run_dots<Src, 1>(df, p, q, kw, sub, out, sv.row_stride, pf); break;
+                           case 2: run_dots<Src, 2>(df, p, q, kw, sub, out, sv.row_stride, pf); break;
+                           case 3: run_dots<Src, 3>(df, p, q, kw, sub, out, sv.row_stride, pf); break;
+                           default: run_dots<Src, 4>(df, p, q, kw, sub, out, sv.row_stride, pf); break;
+                         }
+                       }
+                     });
     });
+    const bool plain = tile_fully_visible(p, it, c0, nc) && !p.has_pse;
+    for (std::int64_t r = 0; r < R; ++r) {
+      const float tm = scale_row(df, tile_scores + r * sv.row_stride, nc, p.scale);
+      if (plain) m[r] = std::max(m[r], tm);
+    }
+    if (plain) continue;
     apply_visibility(p, it, sv, c0, nc);
     for (std::int64_t r = 0; r < R; ++r) {
-      const float* row = sv.base + r * sv.row_stride + (c0 - it.col_begin);
+      const float* row = tile_scores + r * sv.row_stride;
       m[r] = std::max(m[r], *std::max_element(row, row + nc));
     }
   }
 }
 
-/// acc[r][0:vd) += p[r] * v for up to 4 tokens at once (p: rows x 4, stride 4).
-template <class Src>
-HWY_INLINE void axpy_rows(DF df, const float* pw, std::int64_t rows, const typename Src::T* const* v, std::int64_t tokens,
-                          std::int64_t vd, float* acc) {
+/// acc[r][d0 : d0 + NV*L) += sum over the run's tokens of p[r][t] * V[t][d0 : ...], for ROWS rows;
+/// the accumulators stay in registers over the whole run.
+template <class Src, int ROWS, int NV>
+HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t ps, std::int64_t d0, float* acc,
+                         std::int64_t vd, std::int64_t prefetch_bytes) {
+  using T = typename Src::T;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-  std::int64_t d = 0;
-  for (; d + L <= vd; d += L) {
-    const VF v0 = Src::load(df, v[0] + d);
-    const VF v1 = tokens > 1 ? Src::load(df, v[1] + d) : hn::Zero(df);
-    const VF v2 = tokens > 2 ? Src::load(df, v[2] + d) : hn::Zero(df);
-    const VF v3 = tokens > 3 ? Src::load(df, v[3] + d) : hn::Zero(df);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* w = pw + r * 4;
-      VF a = hn::LoadU(df, acc + r * vd + d);
-      a = hn::MulAdd(hn::Set(df, w[0]), v0, a);
-      a = hn::MulAdd(hn::Set(df, w[1]), v1, a);
-      a = hn::MulAdd(hn::Set(df, w[2]), v2, a);
-      a = hn::MulAdd(hn::Set(df, w[3]), v3, a);
-      hn::StoreU(a, df, acc + r * vd + d);
-    }
+  const T* v = static_cast<const T*>(run.value) + d0;
+#define FIA_ACC_LOAD(r, n) VF c##r##n = (ROWS > r && NV > n) ? hn::LoadU(df, acc + r * vd + d0 + n * L) : hn::Zero(df);
+  FIA_ACC_LOAD(0, 0) FIA_ACC_LOAD(0, 1) FIA_ACC_LOAD(0, 2) FIA_ACC_LOAD(0, 3)
+  FIA_ACC_LOAD(1, 0) FIA_ACC_LOAD(1, 1) FIA_ACC_LOAD(1, 2) FIA_ACC_LOAD(1, 3)
+  FIA_ACC_LOAD(2, 0) FIA_ACC_LOAD(2, 1) FIA_ACC_LOAD(2, 2) FIA_ACC_LOAD(2, 3)
+  FIA_ACC_LOAD(3, 0) FIA_ACC_LOAD(3, 1) FIA_ACC_LOAD(3, 2) FIA_ACC_LOAD(3, 3)
+#undef FIA_ACC_LOAD
+  for (std::int64_t t = 0; t < run.count; ++t) {
+    const T* vt = v + t * run.value_stride;
+    if (prefetch_bytes > 0 && t + kPrefetchTokens < run.count) prefetch_row(vt + kPrefetchTokens * run.value_stride, prefetch_bytes);
+    const VF v0 = Src::load(df, vt);
+    const VF v1 = NV > 1 ? Src::load(df, vt + L) : v0;
+    const VF v2 = NV > 2 ? Src::load(df, vt + 2 * L) : v0;
+    const VF v3 = NV > 3 ? Src::load(df, vt + 3 * L) : v0;
+#define FIA_ROW(r)                                        \
+  if constexpr (ROWS > r) {                               \
+    const VF w = hn::Set(df, pr[r * ps + t]);             \
+    c##r##0 = hn::MulAdd(w, v0, c##r##0);                 \
+    if constexpr (NV > 1) c##r##1 = hn::MulAdd(w, v1, c##r##1); \
+    if constexpr (NV > 2) c##r##2 = hn::MulAdd(w, v2, c##r##2); \
+    if constexpr (NV > 3) c##r##3 = hn::MulAdd(w, v3, c##r##3); \
   }
-  for (; d < vd; ++d)
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t t = 0; t < tokens; ++t) acc[r * vd + d] += pw[r * 4 + t] * Src::one(v[t] + d);
+    FIA_ROW(0) FIA_ROW(1) FIA_ROW(2) FIA_ROW(3)
+#undef FIA_ROW
+  }
+#define FIA_ACC_STORE(r, n) \
+  if constexpr (ROWS > r && NV > n) hn::StoreU(c##r##n, df, acc + r * vd + d0 + n * L);
+  FIA_ACC_STORE(0, 0) FIA_ACC_STORE(0, 1) FIA_ACC_STORE(0, 2) FIA_ACC_STORE(0, 3)
+  FIA_ACC_STORE(1, 0) FIA_ACC_STORE(1, 1) FIA_ACC_STORE(1, 2) FIA_ACC_STORE(1, 3)
+  FIA_ACC_STORE(2, 0) FIA_ACC_STORE(2, 1) FIA_ACC_STORE(2, 2) FIA_ACC_STORE(2, 3)
+  FIA_ACC_STORE(3, 0) FIA_ACC_STORE(3, 1) FIA_ACC_STORE(3, 2) FIA_ACC_STORE(3, 3)
+#undef FIA_ACC_STORE
+}
+
+/// acc[r][:] += p[r][t] * V[t][:] over one run, for up to 4 rows: vector blocks of up to
+/// kBlockVectors, then a scalar tail.
+template <class Src, int ROWS>
+void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int64_t ps, float* acc, std::int64_t prefetch_bytes) {
+  constexpr int kBlockVectors = HWY_MAX_BYTES >= 64 ? 4 : 2;  // 4 x 4 accumulators on AVX-512
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
+  std::int64_t d0 = 0;
+  for (; d0 + kBlockVectors * L <= vd; d0 += kBlockVectors * L)
+    run_axpy<Src, ROWS, kBlockVectors>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? prefetch_bytes : 0);
+  for (; d0 + L <= vd; d0 += L) run_axpy<Src, ROWS, 1>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? prefetch_bytes : 0);
+  const auto* v = static_cast<const typename Src::T*>(run.value);
+  for (std::int64_t d = d0; d < vd; ++d)
+    for (std::int64_t t = 0; t < run.count; ++t)
+      for (int r = 0; r < ROWS; ++r) acc[r * vd + d] += pr[r * ps + t] * Src::one(v + t * run.value_stride + d);
 }
 
 template <class Src>
 void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                        const float* m, float* l, float* acc) {
-  using T = typename Src::T;
   const DF df;
   const std::int64_t R = packed_rows(it), vd = p.v_dim;
   std::fill(l, l + R, 0.0f);
   std::fill(acc, acc + R * vd, 0.0f);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+    float* tile_p = sv.base + (c0 - it.col_begin);
     for (std::int64_t r = 0; r < R; ++r) {
-      float* row = sv.base + r * sv.row_stride + (c0 - it.col_begin);
+      float* row = tile_p + r * sv.row_stride;
       if (m[r] == kNegInf) std::fill(row, row + nc, 0.0f);
       else l[r] += exp_row(df, row, nc, m[r], p.dtype);
     }
     for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
-      const T* v = static_cast<const T*>(run.value);
-      for (std::int64_t t = 0; t < run.count; t += 4) {
-        const std::int64_t tokens = std::min<std::int64_t>(4, run.count - t);
-        const T* rows_v[4];
-        for (std::int64_t k = 0; k < 4; ++k) rows_v[k] = v + (t + std::min(k, tokens - 1)) * run.value_stride;
-        float pw[4 * 16];
-        for (std::int64_t r0 = 0; r0 < R; r0 += 16) {
-          const std::int64_t rows = std::min<std::int64_t>(16, R - r0);
-          for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t k = 0; k < 4; ++k)
-              pw[r * 4 + k] = k < tokens ? sv.base[(r0 + r) * sv.row_stride + (c0 - it.col_begin + c + t + k)] : 0.0f;
-          axpy_rows<Src>(df, pw, rows, rows_v, tokens, vd, acc + r0 * vd);
-        }
-      }
+      for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd,
+                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, std::int64_t prefetch) {
+                       for (std::int64_t g0 = 0; g0 < it.heads; g0 += 4) {
+                         const float* pr = tile_p + (base_r + g0) * sv.row_stride + c + t;
+                         float* a = acc + (base_r + g0) * vd;
+                         const std::int64_t pf = g0 == 0 ? prefetch : 0;
+                         switch (std::min<std::int64_t>(4, it.heads - g0)) {
+                           case 1: run_pv<Src, 1>(df, p, sub, pr, sv.row_stride, a, pf); break;
+                           case 2: run_pv<Src, 2>(df, p, sub, pr, sv.row_stride, a, pf); break;
+                           case 3: run_pv<Src, 3>(df, p, sub, pr, sv.row_stride, a, pf); break;
+                           default: run_pv<Src, 4>(df, p, sub, pr, sv.row_stride, a, pf); break;
+                         }
+                       }
+                     });
     });
   }
 }
@@ -239,70 +404,75 @@ void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int6
 
 /// out[c][r-block] = scale * sum_x a[x][r-block] * b(c, x) for NV row vectors and NC columns,
 /// b(c, x) = b[c * bc + x * bx]; `a` rows have stride lda, `out` rows stride ldo. With
-/// `accumulate` the sum is added to out instead (scale unused).
+/// `accumulate` the sum is added to out instead (scale unused). Scaled results saturate (see
+/// saturate()).
 template <int NV, int NC>
 HWY_INLINE void block_product(DF df, const float* a, std::int64_t lda, const float* b, std::int64_t bc, std::int64_t bx,
                               std::int64_t depth, float* out, std::int64_t ldo, float scale, bool accumulate) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-  VF c00 = hn::Zero(df), c01 = hn::Zero(df), c02 = hn::Zero(df), c03 = hn::Zero(df), c04 = hn::Zero(df), c05 = hn::Zero(df);
-  VF c10 = hn::Zero(df), c11 = hn::Zero(df), c12 = hn::Zero(df), c13 = hn::Zero(df), c14 = hn::Zero(df), c15 = hn::Zero(df);
+#define FIA_ZERO6(v) VF c##v##0 = hn::Zero(df), c##v##1 = hn::Zero(df), c##v##2 = hn::Zero(df), \
+                        c##v##3 = hn::Zero(df), c##v##4 = hn::Zero(df), c##v##5 = hn::Zero(df);
+  FIA_ZERO6(0) FIA_ZERO6(1) FIA_ZERO6(2) FIA_ZERO6(3)
+#undef FIA_ZERO6
   for (std::int64_t x = 0; x < depth; ++x) {
-    const VF a0 = hn::Load(df, a + x * lda);
-    const VF a1 = NV > 1 ? hn::Load(df, a + x * lda + L) : a0;
+    const float* ax = a + x * lda;
+    const VF a0 = hn::Load(df, ax);
+    const VF a1 = NV > 1 ? hn::Load(df, ax + L) : a0;
+    const VF a2 = NV > 2 ? hn::Load(df, ax + 2 * L) : a0;
+    const VF a3 = NV > 3 ? hn::Load(df, ax + 3 * L) : a0;
     const float* bcol = b + x * bx;
-#define FIA_COLUMN(n)                                 \
-  if constexpr (NC > n) {                             \
-    const VF bn = hn::Set(df, bcol[n * bc]);          \
-    c0##n = hn::MulAdd(a0, bn, c0##n);                \
-    if constexpr (NV > 1) c1##n = hn::MulAdd(a1, bn, c1##n); \
+#define FIA_COLUMN(n)                                              \
+  if constexpr (NC > n) {                                          \
+    const VF bn = hn::Set(df, bcol[n * bc]);                       \
+    c0##n = hn::MulAdd(a0, bn, c0##n);                             \
+    if constexpr (NV > 1) c1##n = hn::MulAdd(a1, bn, c1##n);       \
+    if constexpr (NV > 2) c2##n = hn::MulAdd(a2, bn, c2##n);       \
+    if constexpr (NV > 3) c3##n = hn::MulAdd(a3, bn, c3##n);       \
   }
-    FIA_COLUMN(0)
-    FIA_COLUMN(1)
-    FIA_COLUMN(2)
-    FIA_COLUMN(3)
-    FIA_COLUMN(4)
-    FIA_COLUMN(5)
+    FIA_COLUMN(0) FIA_COLUMN(1) FIA_COLUMN(2) FIA_COLUMN(3) FIA_COLUMN(4) FIA_COLUMN(5)
 #undef FIA_COLUMN
   }
   const VF vs = hn::Set(df, scale);
   const VF lo = hn::Set(df, -std::numeric_limits<float>::max()), hi = hn::Set(df, std::numeric_limits<float>::max());
-  auto scaled = [&](VF v) { return hn::Min(hn::Max(hn::Mul(v, vs), lo), hi); };
-#define FIA_STORE(n)                                                                                 \
-  if constexpr (NC > n) {                                                                            \
-    float* o = out + n * ldo;                                                                        \
-    hn::Store(accumulate ? hn::Add(hn::Load(df, o), c0##n) : scaled(c0##n), df, o);                  \
-    if constexpr (NV > 1) hn::Store(accumulate ? hn::Add(hn::Load(df, o + L), c1##n) : scaled(c1##n), df, o + L); \
+  auto put = [&](VF v, float* o) {
+    hn::Store(accumulate ? hn::Add(hn::Load(df, o), v) : hn::Min(hn::Max(hn::Mul(v, vs), lo), hi), df, o);
+  };
+#define FIA_STORE(n)                                  \
+  if constexpr (NC > n) {                             \
+    float* o = out + n * ldo;                         \
+    put(c0##n, o);                                    \
+    if constexpr (NV > 1) put(c1##n, o + L);          \
+    if constexpr (NV > 2) put(c2##n, o + 2 * L);      \
+    if constexpr (NV > 3) put(c3##n, o + 3 * L);      \
   }
-  FIA_STORE(0)
-  FIA_STORE(1)
-  FIA_STORE(2)
-  FIA_STORE(3)
-  FIA_STORE(4)
-  FIA_STORE(5)
+  FIA_STORE(0) FIA_STORE(1) FIA_STORE(2) FIA_STORE(3) FIA_STORE(4) FIA_STORE(5)
 #undef FIA_STORE
 }
 
+/// All columns of one row block of NV vectors: blocks of 6 columns, then single columns.
+template <int NV>
+HWY_INLINE void row_block_product(DF df, const float* a, std::int64_t lda, const float* b, std::int64_t bc, std::int64_t bx,
+                                  std::int64_t ncols, std::int64_t depth, float* out, std::int64_t ldo, float scale,
+                                  bool accumulate) {
+  std::int64_t c = 0;
+  for (; c + 6 <= ncols; c += 6)
+    block_product<NV, 6>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
+  for (; c < ncols; ++c) block_product<NV, 1>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
+}
+
 /// out[c][0:Rp) (stride ldo) = scale * sum_x a[x][0:Rp) * b(c, x) for c < ncols, or += when
-/// accumulating; b(c, x) = b[c * bc + x * bx]. Rp is a multiple of the lane count.
+/// accumulating; b(c, x) = b[c * bc + x * bx]. Rp is a multiple of the lane count. Row blocks of
+/// 4 vectors where the target has 32 vector registers (AVX-512), else 2.
 HWY_INLINE void panel_product(DF df, const float* a, std::int64_t lda, std::int64_t Rp, const float* b, std::int64_t bc,
                               std::int64_t bx, std::int64_t ncols, std::int64_t depth, float* out, std::int64_t ldo,
                               float scale, bool accumulate) {
+  constexpr int kRowVectors = HWY_MAX_BYTES >= 64 ? 4 : 2;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t r = 0;
-  for (; r + 2 * L <= Rp; r += 2 * L) {
-    std::int64_t c = 0;
-    for (; c + 6 <= ncols; c += 6)
-      block_product<2, 6>(df, a + r, lda, b + c * bc, bc, bx, depth, out + c * ldo + r, ldo, scale, accumulate);
-    for (; c < ncols; ++c)
-      block_product<2, 1>(df, a + r, lda, b + c * bc, bc, bx, depth, out + c * ldo + r, ldo, scale, accumulate);
-  }
-  for (; r < Rp; r += L) {
-    std::int64_t c = 0;
-    for (; c + 6 <= ncols; c += 6)
-      block_product<1, 6>(df, a + r, lda, b + c * bc, bc, bx, depth, out + c * ldo + r, ldo, scale, accumulate);
-    for (; c < ncols; ++c)
-      block_product<1, 1>(df, a + r, lda, b + c * bc, bc, bx, depth, out + c * ldo + r, ldo, scale, accumulate);
-  }
+  for (; r + kRowVectors * L <= Rp; r += kRowVectors * L)
+    row_block_product<kRowVectors>(df, a + r, lda, b, bc, bx, ncols, depth, out + r, ldo, scale, accumulate);
+  for (; r + 2 * L <= Rp; r += 2 * L) row_block_product<2>(df, a + r, lda, b, bc, bx, ncols, depth, out + r, ldo, scale, accumulate);
+  for (; r < Rp; r += L) row_block_product<1>(df, a + r, lda, b, bc, bx, ncols, depth, out + r, ldo, scale, accumulate);
 }
 
 template <class Src>

@@ -1,6 +1,7 @@
 #include "plan/plan.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 namespace fia::detail {
 
@@ -9,6 +10,7 @@ constexpr std::int64_t kTileRows = 64;        // packed rows per item: reuse of 
 constexpr std::int64_t kMaxHeads = 256;       // query heads packed into one item at most
 constexpr std::int64_t kTileCols = 128;       // KV columns per tile: K and V tiles stay in L2
 constexpr std::int64_t kSplitMaxRows = 16;    // query rows below which long rows split for parallelism
+constexpr std::int64_t kNarrowMaxRows = 64;   // packed rows of a narrow item spanning several KV heads
 
 std::size_t round16(std::int64_t n) { return static_cast<std::size_t>((n + 15) / 16 * 16); }
 }  // namespace
@@ -34,12 +36,19 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
     const std::int64_t rows =
         std::clamp<std::int64_t>(lim.score_budget / (heads * L), 1, std::max<std::int64_t>(1, kTileRows / heads));
     const bool decode_like = p.act_q[b] <= kSplitMaxRows;
-    for (std::int64_t h = 0; h < p.num_kv_heads; ++h) {
+    // Decode over a layout whose KV heads interleave within a token row: one item takes several
+    // KV heads, so that each token row is read once, sequentially.
+    const std::int64_t item_rows = std::min(rows, p.act_q[b]);
+    const std::int64_t kv_group = decode_like && p.kv_heads_interleaved() && heads == G && item_rows * G < kWideRows
+                                      ? std::clamp<std::int64_t>(kNarrowMaxRows / (item_rows * G), 1, p.num_kv_heads)
+                                      : 1;
+    for (std::int64_t h = 0; h < p.num_kv_heads; h += kv_group) {
       for (std::int64_t g0 = 0; g0 < G; g0 += heads) {
         for (std::int64_t r = 0; r < p.act_q[b]; r += rows) {
           WorkItem it;
           it.b = b;
           it.h = h;
+          it.kv_heads = std::min(kv_group, p.num_kv_heads - h);
           it.row_begin = r;
           it.row_end = std::min(r + rows, p.act_q[b]);
           it.head0 = g0;
@@ -101,6 +110,14 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
     w.group_end = static_cast<std::int64_t>(gi) + 1;
     w.chunk_end = static_cast<std::int64_t>(plan.chunks.size());
   }
+  // Within a wave, run the chunks of one batch position by position across KV heads, so that
+  // heads interleaved within a token row (BSH, paged BnBsH) read neighbouring memory together.
+  for (const Wave& w : plan.waves)
+    std::stable_sort(plan.chunks.begin() + w.chunk_begin, plan.chunks.begin() + w.chunk_end,
+                     [](const WorkItem& x, const WorkItem& y) {
+                       return std::tie(x.b, x.chunk, x.row_begin, x.head0, x.h) <
+                              std::tie(y.b, y.chunk, y.row_begin, y.head0, y.h);
+                     });
   plan.splits = std::move(groups);
   // More workers than independent pieces of work would only hold scratch.
   std::size_t widest = plan.items.size();

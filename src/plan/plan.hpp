@@ -21,19 +21,24 @@
 
 namespace fia::detail {
 
-/// Query rows [row_begin, row_end) of batch b for query heads h*G + head0 .. h*G + head0 + heads
-/// (all sharing KV head h: GQA packing), over logical KV columns [col_begin, col_end).
-/// Packed row r is query row row_begin + r / heads of query head h*G + head0 + r % heads.
+/// Query rows [row_begin, row_end) of batch b, for KV heads h .. h + kv_heads and of each the
+/// query heads head0 .. head0 + heads (GQA packing: they share the KV head's K and V), over
+/// logical KV columns [col_begin, col_end).
+/// Packed row r = (query row - row_begin) * kv_heads * heads + kv * heads + g is query head
+/// (h + kv) * G + head0 + g. More than one KV head only for narrow items (decode).
 struct WorkItem {
   std::int64_t b = 0, h = 0;
   std::int64_t row_begin = 0, row_end = 0;
   std::int64_t head0 = 0, heads = 1;
+  std::int64_t kv_heads = 1;
   std::int64_t col_begin = 0, col_end = 0;
   std::int64_t split = -1;  ///< index into CpuPlan::splits, or -1 for a self-contained item
   std::int64_t chunk = 0;   ///< chunk index within its split group
 
-  std::int64_t query_head(std::int64_t group, std::int64_t r) const { return h * group + head0 + r % heads; }
-  std::int64_t query_row(std::int64_t r) const { return row_begin + r / heads; }
+  std::int64_t query_head(std::int64_t group, std::int64_t r) const {
+    return (h + (r / heads) % kv_heads) * group + head0 + r % heads;
+  }
+  std::int64_t query_row(std::int64_t r) const { return row_begin + r / (heads * kv_heads); }
 };
 
 /// Packed rows from which an item uses the wide (prefill) kernels, and the multiple its rows are
@@ -41,9 +46,9 @@ struct WorkItem {
 inline constexpr std::int64_t kWideRows = 16;
 inline constexpr std::int64_t kRowPad = 16;
 
-/// Packed rows of an item (query rows x heads).
-inline std::int64_t packed_rows(const WorkItem& it) { return (it.row_end - it.row_begin) * it.heads; }
-inline bool is_wide(const WorkItem& it) { return packed_rows(it) >= kWideRows; }
+/// Packed rows of an item (query rows x KV heads x query heads per KV head).
+inline std::int64_t packed_rows(const WorkItem& it) { return (it.row_end - it.row_begin) * it.kv_heads * it.heads; }
+inline bool is_wide(const WorkItem& it) { return it.kv_heads == 1 && packed_rows(it) >= kWideRows; }
 /// Rows an item's buffers hold: wide items round up to kRowPad.
 inline std::int64_t padded_rows(const WorkItem& it) {
   const std::int64_t r = packed_rows(it);

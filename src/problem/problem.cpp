@@ -21,31 +21,40 @@ KvRun Problem::locate(std::int64_t b, std::int64_t h, std::int64_t j) const {
     }
     KvRun run;
     if (!seg.paged) {
-      auto at = [&](const KvTensorRows& rows, const void** ptr, std::int64_t* stride) {
+      auto at = [&](const KvTensorRows& rows, const void** ptr, std::int64_t* stride, std::int64_t* head_stride) {
         const auto& r = rows.batch[b];
         *ptr = advance(r.base, h * r.head_stride + j * r.token_stride, es);
         *stride = r.token_stride;
+        *head_stride = r.head_stride;
       };
-      at(seg.key, &run.key, &run.key_stride);
-      at(seg.value, &run.value, &run.value_stride);
-      if (rope_dim > 0) at(seg.key_rope, &run.key_rope, &run.rope_stride);
+      at(seg.key, &run.key, &run.key_stride, &run.key_head_stride);
+      at(seg.value, &run.value, &run.value_stride, &run.value_head_stride);
+      if (rope_dim > 0) at(seg.key_rope, &run.key_rope, &run.rope_stride, &run.rope_head_stride);
       run.count = len - j;
     } else {
       const std::int64_t blk = seg.block_table[b * seg.table_stride + j / seg.block_size];
       const std::int64_t off = j % seg.block_size;
-      auto at = [&](const KvTensorRows& rows, const void** ptr, std::int64_t* stride) {
+      auto at = [&](const KvTensorRows& rows, const void** ptr, std::int64_t* stride, std::int64_t* head_stride) {
         *ptr = advance(rows.pool, blk * rows.block_stride + h * rows.head_stride +
                                       off * rows.token_stride, es);
         *stride = rows.token_stride;
+        *head_stride = rows.head_stride;
       };
-      at(seg.key, &run.key, &run.key_stride);
-      at(seg.value, &run.value, &run.value_stride);
-      if (rope_dim > 0) at(seg.key_rope, &run.key_rope, &run.rope_stride);
+      at(seg.key, &run.key, &run.key_stride, &run.key_head_stride);
+      at(seg.value, &run.value, &run.value_stride, &run.value_head_stride);
+      if (rope_dim > 0) at(seg.key_rope, &run.key_rope, &run.rope_stride, &run.rope_head_stride);
       run.count = std::min(seg.block_size - off, len - j);
     }
     return run;
   }
   return {};
+}
+
+bool Problem::kv_heads_interleaved() const {
+  if (segments.empty()) return false;
+  const KvSegment& own = segments.back();
+  if (own.paged) return own.key.head_stride < own.key.token_stride;
+  return !own.key.batch.empty() && own.key.batch[0].head_stride < own.key.batch[0].token_stride;
 }
 
 RowIndex Problem::out_index(const MutableTensorView& out) const {

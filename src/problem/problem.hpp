@@ -62,7 +62,23 @@ struct KvRun {
   const void* value = nullptr;
   const void* key_rope = nullptr;
   std::int64_t key_stride = 0, value_stride = 0, rope_stride = 0;  ///< elements between tokens
+  std::int64_t key_head_stride = 0, value_head_stride = 0, rope_head_stride = 0;  ///< between KV heads
   std::int64_t count = 0;
+
+  /// The same tokens [t, t + n) of KV head `dh` heads further on.
+  KvRun sub(std::int64_t t, std::int64_t n, std::int64_t dh, std::size_t elem_size) const {
+    auto at = [&](const void* base, std::int64_t stride, std::int64_t head_stride) {
+      return base ? static_cast<const void*>(static_cast<const std::byte*>(base) +
+                                             (t * stride + dh * head_stride) * static_cast<std::int64_t>(elem_size))
+                  : nullptr;
+    };
+    KvRun r = *this;
+    r.key = at(key, key_stride, key_head_stride);
+    r.value = at(value, value_stride, value_head_stride);
+    r.key_rope = at(key_rope, rope_stride, rope_head_stride);
+    r.count = n;
+    return r;
+  }
 };
 
 /// Byte view of a mask or bias indexed by (batch, [head,] physical row, physical column).
@@ -141,6 +157,9 @@ struct Problem {
   }
   /// Locates logical token j (on the prefix-inclusive axis) of batch b, KV head h.
   KvRun locate(std::int64_t b, std::int64_t h, std::int64_t j) const;
+  /// True when the KV heads of one token lie closer together than consecutive tokens of one head
+  /// (BSH/BSND KV, (block_num, block_size, H) caches): reading all heads of a token is sequential.
+  bool kv_heads_interleaved() const;
 };
 
 }  // namespace fia::detail

@@ -46,6 +46,21 @@ struct GenerateArgs {
 /// `error: ` line and returns kExitRejected.
 int generate_command(const GenerateArgs& args);
 
+struct BenchArgs {
+  std::string shapes = "bench/shapes.json";
+  std::string only;  ///< comma-separated names, empty = all
+  std::string case_dir;
+  std::string json;
+  std::string isa;
+  int threads = 0;
+  int repeat = 0;  ///< 0 = 30 for decode, 5 for prefill
+};
+
+/// `fia bench`: measures the machine's read bandwidth and fp32 FMA peak, then times each workload
+/// (median of repeated calls; decode with KV buffers rotated so they are not cache-resident) and
+/// prints GB/s (decode) or GFLOP/s (prefill) and the fraction of the matching limit.
+int bench_command(const BenchArgs& args);
+
 /// Prints "error: <parameter>: <message>" on stderr.
 void print_error(const std::string& parameter, const std::string& message);
 

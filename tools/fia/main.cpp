@@ -42,6 +42,17 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   gen_cmd->add_flag("--print-ids", gen.print_ids, "Print the token ids, one per line, instead of the text");
 
+  BenchArgs bench;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time the reference workloads against the machine's limits");
+  bench_cmd->add_option("--shapes", bench.shapes, "Workload file (default bench/shapes.json)");
+  bench_cmd->add_option("--only", bench.only, "Comma-separated workload names, e.g. D1,P1");
+  bench_cmd->add_option("--case", bench.case_dir, "Time one case folder instead of the workload file");
+  bench_cmd->add_option("--threads", bench.threads, "Worker threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  bench_cmd->add_option("--repeat", bench.repeat, "Timed calls per workload (0 = 30 decode, 5 prefill)")
+      ->check(CLI::Range(0, 100000));
+  bench_cmd->add_option("--json", bench.json, "Also write the results as JSON");
+  bench_cmd->add_option("--isa", bench.isa, "Run the kernels on this instruction set (AVX3, AVX2, SSE4, ...)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -56,5 +67,6 @@ int main(int argc, char** argv) {
   }
   if (run_cmd->parsed()) return run_command(run);
   if (gen_cmd->parsed()) return generate_command(gen);
+  if (bench_cmd->parsed()) return bench_command(bench);
   return kExitFailure;
 }

@@ -1,0 +1,132 @@
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/machine_limits.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/aligned_allocator.h>
+#include <hwy/highway.h>
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "bench/machine_limits.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::bench::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// Sum of n floats (n a multiple of 4 vectors), four independent accumulators.
+float SumFloats(const float* HWY_RESTRICT p, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t L = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  for (std::size_t i = 0; i + 4 * L <= n; i += 4 * L) {
+    a0 = hn::Add(a0, hn::Load(d, p + i));
+    a1 = hn::Add(a1, hn::Load(d, p + i + L));
+    a2 = hn::Add(a2, hn::Load(d, p + i + 2 * L));
+    a3 = hn::Add(a3, hn::Load(d, p + i + 3 * L));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+}
+
+/// Runs `iters` rounds of 10 independent FMA chains; returns the FLOPs done (and a value that
+/// keeps the chains alive).
+double FmaChains(std::int64_t iters, float seed, float* sink) {
+  const hn::ScalableTag<float> d;
+  const auto m = hn::Set(d, 0.999999f), c = hn::Set(d, 1e-7f);
+  auto a0 = hn::Set(d, seed), a1 = hn::Add(a0, c), a2 = hn::Add(a1, c), a3 = hn::Add(a2, c), a4 = hn::Add(a3, c);
+  auto a5 = hn::Add(a4, c), a6 = hn::Add(a5, c), a7 = hn::Add(a6, c), a8 = hn::Add(a7, c), a9 = hn::Add(a8, c);
+  for (std::int64_t i = 0; i < iters; ++i) {
+    a0 = hn::MulAdd(a0, m, c);
+    a1 = hn::MulAdd(a1, m, c);
+    a2 = hn::MulAdd(a2, m, c);
+    a3 = hn::MulAdd(a3, m, c);
+    a4 = hn::MulAdd(a4, m, c);
+    a5 = hn::MulAdd(a5, m, c);
+    a6 = hn::MulAdd(a6, m, c);
+    a7 = hn::MulAdd(a7, m, c);
+    a8 = hn::MulAdd(a8, m, c);
+    a9 = hn::MulAdd(a9, m, c);
+  }
+  const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)),
+                         hn::Add(hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)), hn::Add(a8, a9)));
+  *sink = hn::GetLane(s);
+  return 2.0 * 10.0 * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iters);
+}
+
+}  // namespace fia::bench::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace fia::bench {
+
+HWY_EXPORT(SumFloats);
+HWY_EXPORT(FmaChains);
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+}  // namespace
+
+long last_level_cache_bytes() {
+  // The kernel's view first (sysconf reports the host's cache in some VMs).
+  for (int index = 4; index >= 0; --index) {
+    std::ifstream size("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    long kib = 0;
+    char unit = 0;
+    if (size >> kib >> unit && unit == 'K' && kib > 0) return kib << 10;
+  }
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) return l3;
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? std::max(l2, 32L << 20) : 32L << 20;
+}
+
+double measure_read_bandwidth(int threads) {
+  const std::size_t bytes = std::max<std::size_t>(512u << 20, 8 * static_cast<std::size_t>(last_level_cache_bytes()));
+  const std::size_t n = bytes / sizeof(float);
+  auto buf = hwy::AllocateAligned<float>(n);
+  const std::size_t slice = n / static_cast<std::size_t>(threads) / 256 * 256;
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int t = 0; t < threads; ++t) std::fill(buf.get() + t * slice, buf.get() + (t + 1) * slice, 1.0f);  // first touch
+  double best = 0.0;
+  volatile float keep = 0.0f;
+  for (int pass = 0; pass < 5; ++pass) {
+    float total = 0.0f;
+    const auto t0 = Clock::now();
+#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(+ : total)
+    for (int t = 0; t < threads; ++t) total += HWY_DYNAMIC_DISPATCH(SumFloats)(buf.get() + t * slice, slice);
+    const double s = seconds_since(t0);
+    keep = keep + total;
+    best = std::max(best, static_cast<double>(slice * threads * sizeof(float)) / s);
+  }
+  return best;
+}
+
+double measure_fma_peak(int threads) {
+  double best = 0.0;
+  for (int pass = 0; pass < 3; ++pass) {
+    double flops = 0.0;
+    float sink = 0.0f;
+    const auto t0 = Clock::now();
+#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(+ : flops)
+    for (int t = 0; t < threads; ++t) {
+      float s = 0.0f;
+      flops += HWY_DYNAMIC_DISPATCH(FmaChains)(20'000'000, 1.0f + static_cast<float>(t), &s);
+#pragma omp atomic
+      sink += s;
+    }
+    const double s = seconds_since(t0);
+    if (sink != 12345.0f) best = std::max(best, flops / s);
+  }
+  return best;
+}
+
+}  // namespace fia::bench
+#endif  // HWY_ONCE

@@ -1,0 +1,68 @@
+#include "bench/runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace fia::bench {
+
+Measurement measure(Workload& w, const Options& options, int repeat, const MachineLimits& limits,
+                    const std::function<void(int, int)>& progress) {
+  Measurement m;
+  m.name = w.name;
+  m.what = w.what;
+  m.decode = w.decode;
+  m.repeat = repeat;
+  if (!w.error.empty()) {
+    m.error = w.error;
+    return m;
+  }
+  Plan first;
+  Status st = plan(w.copies[0]->args, options, &first);
+  if (!st.ok()) {
+    m.error = st.to_string();
+    return m;
+  }
+  OwnedTensor out(first.attention_out_dtype(), first.attention_out_shape());
+  OwnedTensor lse(DType::F32, first.softmax_lse_shape());
+  std::vector<std::byte> workspace(first.workspace_bytes());
+  auto call = [&](const FiaArgs& args) {
+    Plan pl;
+    Status s = plan(args, options, &pl);
+    if (s.ok() && pl.workspace_bytes() > workspace.size()) workspace.resize(pl.workspace_bytes());
+    if (s.ok()) s = run(pl, out.mutable_view(), lse.mutable_view(), workspace.data(), workspace.size());
+    return s;
+  };
+  for (const auto& c : w.copies) {  // warm-up: page in every copy and the workspace
+    st = call(c->args);
+    if (!st.ok()) {
+      m.error = st.to_string();
+      return m;
+    }
+  }
+  std::vector<double> times;
+  for (int i = 0; i < repeat; ++i) {
+    const FiaArgs& args = w.copies[static_cast<std::size_t>(i) % w.copies.size()]->args;
+    const auto t0 = std::chrono::steady_clock::now();
+    st = call(args);
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (!st.ok()) {
+      m.error = st.to_string();
+      return m;
+    }
+    if (progress) progress(i + 1, repeat);
+  }
+  std::sort(times.begin(), times.end());
+  m.median_s = times[times.size() / 2];
+  m.min_s = times.front();
+  if (w.decode) {
+    m.rate = w.bytes_per_call / m.median_s;
+    m.fraction = limits.read_bandwidth > 0 ? m.rate / limits.read_bandwidth : 0.0;
+  } else {
+    m.rate = w.flops_per_call / m.median_s;
+    m.fraction = limits.fma_peak > 0 ? m.rate / limits.fma_peak : 0.0;
+  }
+  return m;
+}
+
+}  // namespace fia::bench
