@@ -119,9 +119,17 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
                               std::tie(y.b, y.chunk, y.row_begin, y.head0, y.h);
                      });
   plan.splits = std::move(groups);
-  // More workers than independent pieces of work would only hold scratch.
+  // More workers than independent pieces of work would only hold scratch; and a call too small to
+  // amortise waking them (and waiting for them on a busy machine) runs on the calling thread.
   std::size_t widest = plan.items.size();
   for (const Wave& w : plan.waves) widest = std::max<std::size_t>(widest, static_cast<std::size_t>(w.chunk_end - w.chunk_begin));
+  double work = 0.0;  // multiply-adds
+  auto add_work = [&](const WorkItem& it) {
+    work += static_cast<double>(packed_rows(it)) * static_cast<double>(it.col_end - it.col_begin) * static_cast<double>(kw + vd);
+  };
+  for (const WorkItem& it : plan.items) add_work(it);
+  for (const WorkItem& it : plan.chunks) add_work(it);
+  if (work < lim.serial_work) widest = 1;
   plan.threads = static_cast<int>(std::clamp<std::size_t>(widest, 1, static_cast<std::size_t>(plan.threads)));
   plan.tile.rows = max_rows;
   const std::int64_t C = plan.tile.cols, R = max_rows;

@@ -97,6 +97,7 @@ struct PlanLimits {
   std::int64_t chunk_cols = 512;        ///< KV tokens per chunk of a split group
   std::int64_t score_budget = 1 << 18;  ///< floats of stored scores per self-contained item
   std::int64_t wave_budget = 1 << 24;   ///< floats of storage per wave
+  double serial_work = 1 << 20;          ///< multiply-adds below which a call runs on one thread
 };
 
 /// Builds the schedule for `threads` workers (>= 1). Items, tiles and chunks depend only on the

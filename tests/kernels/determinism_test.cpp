@@ -15,10 +15,13 @@ TEST_P(ThreadInvariance, OneAndTwoThreadsAreBitIdentical) {
   CallSpec spec = random_spec(seed);
   spec.lse = true;
   TestCall call = build_call(spec, seed);
-  Outputs one, two, many;
-  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 1, &one).ok()) << describe(spec);
-  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &two).ok()) << describe(spec);
-  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 5, &many).ok()) << describe(spec);
+  // Small calls run on one thread by default: force the workers on.
+  detail::PlanLimits parallel;
+  parallel.serial_work = 0;
+  parallel.chunk_cols = 16;  // split even these short rows, so that the chunk merge runs too
+  const Outputs one = run_with_limits(call.args, parallel, 1);
+  const Outputs two = run_with_limits(call.args, parallel, 2);
+  const Outputs many = run_with_limits(call.args, parallel, 5);
   EXPECT_EQ(one.attention_out.bytes, two.attention_out.bytes) << describe(spec);
   EXPECT_EQ(one.softmax_lse.bytes, two.softmax_lse.bytes) << describe(spec);
   EXPECT_EQ(one.attention_out.bytes, many.attention_out.bytes) << describe(spec);

@@ -2,7 +2,6 @@
 // waves — results change only within tolerance, and the plans really take those paths.
 #include <gtest/gtest.h>
 
-#include "api/plan_state.hpp"
 #include "support/call_builder.hpp"
 #include "support/criterion.hpp"
 #include "support/run_helpers.hpp"
@@ -10,23 +9,6 @@
 
 namespace fia::test {
 namespace {
-
-Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, detail::CpuPlan* used) {
-  auto state = std::make_shared<detail::PlanState>();
-  EXPECT_TRUE(detail::build_problem(args, false, &state->problem).ok());
-  state->backend = Backend::kCpu;
-  state->threads = 2;
-  state->cpu = detail::make_cpu_plan(state->problem, 2, limits);
-  *used = state->cpu;
-  const Plan plan = detail::PlanAccess::make(state);
-  Outputs o;
-  o.attention_out = OwnedTensor(plan.attention_out_dtype(), plan.attention_out_shape());
-  o.softmax_lse = OwnedTensor(DType::F32, plan.softmax_lse_shape());
-  std::vector<std::byte> ws(plan.workspace_bytes());
-  const Status st = run(plan, o.attention_out.mutable_view(), o.softmax_lse.mutable_view(), ws.data(), ws.size());
-  EXPECT_TRUE(st.ok()) << st.to_string();
-  return o;
-}
 
 CallSpec long_rows(std::int64_t q_seq, std::int64_t group) {
   CallSpec s;
@@ -63,7 +45,7 @@ TEST_P(ForcedSchedule, WithinToleranceOfTheReference) {
       detail::ReferenceResult exact;
       ASSERT_TRUE(reference_exact(call.args, &exact).ok());
       detail::CpuPlan plan;
-      const Outputs o = run_with_limits(call.args, GetParam().limits, &plan);
+      const Outputs o = run_with_limits(call.args, GetParam().limits, 2, &plan);
       const Verdict v = criterion_a(o.attention_out, exact.out);
       EXPECT_TRUE(v.pass) << GetParam().name << ": " << v.detail << "\n" << describe(spec);
       const Verdict l = lse_match(o.softmax_lse, exact.lse);
@@ -83,13 +65,13 @@ INSTANTIATE_TEST_SUITE_P(Limits, ForcedSchedule,
 TEST(ForcedSchedule, PlansTakeTheForcedPaths) {
   TestCall call = build_call(long_rows(40, 4), 1);
   detail::CpuPlan plan;
-  run_with_limits(call.args, {64, 2000, 3000}, &plan);
+  run_with_limits(call.args, {64, 2000, 3000}, 2, &plan);
   ASSERT_FALSE(plan.splits.empty());
   bool recomputed = false;
   for (const auto& g : plan.splits) recomputed = recomputed || !g.stored;
   EXPECT_TRUE(recomputed);
   EXPECT_GT(plan.waves.size(), 1u);
-  run_with_limits(call.args, {300, 4000, 60000}, &plan);
+  run_with_limits(call.args, {300, 4000, 60000}, 2, &plan);
   bool stored = false;
   for (const auto& g : plan.splits) stored = stored || g.stored;
   EXPECT_TRUE(stored);
@@ -99,10 +81,28 @@ TEST(ForcedSchedule, PlansTakeTheForcedPaths) {
 TEST(ForcedSchedule, ChunkSizesChangeResultsOnlyWithinTolerance) {
   TestCall call = build_call(long_rows(1, 8), 9);
   detail::CpuPlan plan;
-  const Outputs a = run_with_limits(call.args, {512, 1 << 18, 1 << 24}, &plan);
-  const Outputs b = run_with_limits(call.args, {33, 1 << 18, 1 << 24}, &plan);
+  const Outputs a = run_with_limits(call.args, {512, 1 << 18, 1 << 24}, 2, &plan);
+  const Outputs b = run_with_limits(call.args, {33, 1 << 18, 1 << 24}, 2, &plan);
   const Verdict v = criterion_a(b.attention_out, to_doubles(a.attention_out));
   EXPECT_TRUE(v.pass) << v.detail;
+}
+
+}  // namespace
+}  // namespace fia::test
+
+namespace fia::test {
+namespace {
+
+TEST(ForcedSchedule, SmallCallsRunOnTheCallingThread) {
+  CallSpec small;
+  small.kv_seq = 10;
+  CallSpec large = long_rows(40, 4);
+  for (const auto& [spec, serial] : {std::pair{small, true}, std::pair{large, false}}) {
+    TestCall call = build_call(spec, 3);
+    detail::Problem p;
+    ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+    EXPECT_EQ(detail::make_cpu_plan(p, 4).threads == 1, serial) << describe(spec);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "support/run_helpers.hpp"
 
+#include <gtest/gtest.h>
+
+#include "api/plan_state.hpp"
 #include "support/call_builder.hpp"
 #include "validate/build_problem.hpp"
 
@@ -18,6 +21,25 @@ Status reference_exact(const FiaArgs& args, detail::ReferenceResult* out) {
   Status st = detail::build_problem(args, false, &p);
   if (st.ok()) *out = detail::reference_compute(p);
   return st;
+}
+
+Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, int threads, detail::CpuPlan* used) {
+  auto state = std::make_shared<detail::PlanState>();
+  Outputs o;
+  const Status built = detail::build_problem(args, false, &state->problem);
+  EXPECT_TRUE(built.ok()) << built.to_string();
+  if (!built.ok()) return o;
+  state->backend = Backend::kCpu;
+  state->threads = threads;
+  state->cpu = detail::make_cpu_plan(state->problem, threads, limits);
+  if (used) *used = state->cpu;
+  const Plan plan = detail::PlanAccess::make(state);
+  o.attention_out = OwnedTensor(plan.attention_out_dtype(), plan.attention_out_shape());
+  o.softmax_lse = OwnedTensor(DType::F32, plan.softmax_lse_shape());
+  std::vector<std::byte> ws(plan.workspace_bytes());
+  const Status st = run(plan, o.attention_out.mutable_view(), o.softmax_lse.mutable_view(), ws.data(), ws.size());
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return o;
 }
 
 Status plan_status(const FiaArgs& args, bool strict) {

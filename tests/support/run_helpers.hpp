@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "fia/fia.hpp"
+#include "plan/plan.hpp"
 #include "reference/reference.hpp"
 
 namespace fia::test {
@@ -13,6 +14,12 @@ Status run_call(const FiaArgs& args, Backend backend, int threads, Outputs* out,
 
 /// The exact (pre-cast) float64 answer of the reference for a valid call.
 Status reference_exact(const FiaArgs& args, detail::ReferenceResult* out);
+
+/// Runs `args` on the cpu backend with a schedule built from `limits` for `threads` workers (tests
+/// force chunk sizes, budgets, or multithreading of small calls this way); the plan used goes to
+/// `used` when given.
+Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, int threads,
+                        detail::CpuPlan* used = nullptr);
 
 /// Only validates: the status fia::plan returns (default mode unless `strict`).
 Status plan_status(const FiaArgs& args, bool strict = false);
