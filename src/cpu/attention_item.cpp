@@ -138,16 +138,17 @@ HWY_INLINE void sum4(DF df, VF a, VF b, VF c, VF d, float* out) {
 
 /// Calls fn(first token, first packed row, sub-run, prefetch bytes) for every (query row, KV head)
 /// of a narrow item over one run. Single-head items take the run whole and prefetch their own
-/// rows; items spanning several KV heads go block by block of kTokenBlock tokens, all heads of a
-/// block before the next, prefetching the next block's rows of all their heads.
+/// rows when these are strided; items spanning several KV heads go block by block of kTokenBlock
+/// tokens, all heads of a block before the next, prefetching the next block's rows of all heads.
 template <class Fn>
 HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
                                std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems, Fn fn) {
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.dtype));
   const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
   const std::int64_t row_bytes = row_elems * es;
-  if (kvh == 1) {
-    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? row_bytes : 0);
+  if (kvh == 1) {  // contiguous rows are left to the hardware prefetcher
+    const std::int64_t pf = token_stride * es > row_bytes ? row_bytes : 0;
+    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : 0);
     return;
   }
   const std::int64_t span = (kvh - 1) * head_stride * es + row_bytes;  // all heads of one token
