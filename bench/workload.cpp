@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "args/tensor_slots.hpp"
 #include "io/case_dir.hpp"
 #include "numeric/half.hpp"
 #include "validate/build_problem.hpp"
@@ -51,21 +52,10 @@ void fill_random(OwnedTensor& t, std::mt19937_64& rng) {
 
 /// Points an FiaArgs slot at `t` (key/value become one-tensor lists).
 void bind_tensor(FiaArgs& a, const std::string& name, const OwnedTensor& t) {
-  const TensorView v = t.view();
-  const std::pair<const char*, TensorView*> slots[] = {
-      {"query", &a.query},           {"pse_shift", &a.pse_shift},
-      {"atten_mask", &a.atten_mask}, {"block_table", &a.block_table},
-      {"query_rope", &a.query_rope}, {"key_rope", &a.key_rope},
-      {"learnable_sink", &a.learnable_sink},
-      {"key_antiquant_scale", &a.key_antiquant_scale}, {"value_antiquant_scale", &a.value_antiquant_scale},
-      {"key_shared_prefix", &a.key_shared_prefix}, {"value_shared_prefix", &a.value_shared_prefix},
-  };
-  if (name == "key") a.key = {v};
-  else if (name == "value") a.value = {v};
-  for (const auto& [n, slot] : slots)
-    if (name == n) *slot = v;
+  if (name == "key") a.key.assign(1, t.view());
+  else if (name == "value") a.value.assign(1, t.view());
+  else if (TensorView* slot = detail::tensor_slot(a, name)) *slot = t.view();
 }
-
 
 /// Builds one copy of a shapes.json entry's tensors.
 std::unique_ptr<CallData> build_copy(const json& entry, std::uint64_t seed) {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "args/tensor_slots.hpp"
 #include "io/npy.hpp"
 #include "io/safetensors.hpp"
 
@@ -44,12 +45,12 @@ Status get_int_list(const json& v, const std::string& key, std::optional<std::ve
 }
 
 const std::set<std::string>& tensor_names() {
-  static const std::set<std::string> names = {
-      "query", "key", "value", "pse_shift", "atten_mask", "dequant_scale1", "quant_scale1", "dequant_scale2",
-      "quant_scale2", "quant_offset2", "antiquant_scale", "antiquant_offset", "block_table", "query_padding_size",
-      "kv_padding_size", "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale",
-      "value_antiquant_offset", "key_shared_prefix", "value_shared_prefix", "query_rope", "key_rope",
-      "key_rope_antiquant_scale", "dequant_scale_query", "learnable_sink"};
+  static const std::set<std::string> names = [] {
+    std::set<std::string> n = {"key", "value"};
+    FiaArgs a;
+    for (const auto& [name, slot] : detail::tensor_slots(a)) n.emplace(name);
+    return n;
+  }();
   return names;
 }
 
@@ -66,40 +67,6 @@ bool list_name(const std::string& name, std::string* base, std::size_t* index) {
   return true;
 }
 
-/// The FiaArgs member holding tensor `name` (not key/value), or nullptr. Works on const and
-/// mutable arguments.
-template <class Args>
-auto optional_slot(Args& a, const std::string& name) -> decltype(&a.query) {
-  const std::pair<const char*, decltype(&a.query)> slots[] = {
-      {"query", &a.query},
-      {"pse_shift", &a.pse_shift},
-      {"atten_mask", &a.atten_mask},
-      {"dequant_scale1", &a.dequant_scale1},
-      {"quant_scale1", &a.quant_scale1},
-      {"dequant_scale2", &a.dequant_scale2},
-      {"quant_scale2", &a.quant_scale2},
-      {"quant_offset2", &a.quant_offset2},
-      {"antiquant_scale", &a.antiquant_scale},
-      {"antiquant_offset", &a.antiquant_offset},
-      {"block_table", &a.block_table},
-      {"query_padding_size", &a.query_padding_size},
-      {"kv_padding_size", &a.kv_padding_size},
-      {"key_antiquant_scale", &a.key_antiquant_scale},
-      {"key_antiquant_offset", &a.key_antiquant_offset},
-      {"value_antiquant_scale", &a.value_antiquant_scale},
-      {"value_antiquant_offset", &a.value_antiquant_offset},
-      {"key_shared_prefix", &a.key_shared_prefix},
-      {"value_shared_prefix", &a.value_shared_prefix},
-      {"query_rope", &a.query_rope},
-      {"key_rope", &a.key_rope},
-      {"key_rope_antiquant_scale", &a.key_rope_antiquant_scale},
-      {"dequant_scale_query", &a.dequant_scale_query},
-      {"learnable_sink", &a.learnable_sink},
-  };
-  for (const auto& [n, slot] : slots)
-    if (name == n) return slot;
-  return nullptr;
-}
 
 /// Points the FiaArgs tensor slots at the loaded tensors; builds key/value tensor lists.
 Status bind_tensors(Case* c) {
@@ -113,7 +80,7 @@ Status bind_tensors(Case* c) {
       dst.assign(1, t.view());
     } else if (list_name(name, &base, &index) && (base == "key" || base == "value")) {
       lists[base][index] = &t;
-    } else if (TensorView* slot = optional_slot(a, name)) {
+    } else if (TensorView* slot = detail::tensor_slot(a, name)) {
       *slot = t.view();
     } else {
       return bad(name.empty() ? "inputs.safetensors" : name,
@@ -278,7 +245,7 @@ Status save_case(const std::string& dir, const FiaArgs& a) {
   std::map<std::string, OwnedTensor> copies;
   for (const auto& name : tensor_names()) {
     if (name == "key" || name == "value") continue;
-    const TensorView* v = optional_slot(a, name);
+    const TensorView* v = detail::tensor_slot(a, name);
     if (v && v->present()) copies[name] = contiguous_copy(*v);
   }
   const bool list = a.key.size() > 1;

@@ -3,6 +3,7 @@
 #include <limits>
 #include <utility>
 
+#include "args/tensor_slots.hpp"
 #include "validate/context.hpp"
 
 namespace fia::detail {
@@ -57,36 +58,10 @@ Status check_tensors(Ctx& c) {
     FIA_RETURN_IF_ERROR(check_view("key", a.key[i]));
     FIA_RETURN_IF_ERROR(check_view("value", a.value[i]));
   }
-  const std::pair<const char*, const TensorView*> optional[] = {
-      {"pse_shift", &a.pse_shift},
-      {"atten_mask", &a.atten_mask},
-      {"dequant_scale1", &a.dequant_scale1},
-      {"quant_scale1", &a.quant_scale1},
-      {"dequant_scale2", &a.dequant_scale2},
-      {"quant_scale2", &a.quant_scale2},
-      {"quant_offset2", &a.quant_offset2},
-      {"antiquant_scale", &a.antiquant_scale},
-      {"antiquant_offset", &a.antiquant_offset},
-      {"block_table", &a.block_table},
-      {"query_padding_size", &a.query_padding_size},
-      {"kv_padding_size", &a.kv_padding_size},
-      {"key_antiquant_scale", &a.key_antiquant_scale},
-      {"key_antiquant_offset", &a.key_antiquant_offset},
-      {"value_antiquant_scale", &a.value_antiquant_scale},
-      {"value_antiquant_offset", &a.value_antiquant_offset},
-      {"key_shared_prefix", &a.key_shared_prefix},
-      {"value_shared_prefix", &a.value_shared_prefix},
-      {"query_rope", &a.query_rope},
-      {"key_rope", &a.key_rope},
-      {"key_rope_antiquant_scale", &a.key_rope_antiquant_scale},
-      {"dequant_scale_query", &a.dequant_scale_query},
-      {"learnable_sink", &a.learnable_sink},
-  };
-  for (const auto& [name, view] : optional) {
-    if (!view->present()) continue;
-    const std::string n = name;
-    const bool rows = n == "query_rope" || n == "key_rope" || n == "key_shared_prefix" || n == "value_shared_prefix";
-    FIA_RETURN_IF_ERROR(check_view(name, *view, rows));
+  for (const auto& [name, view] : tensor_slots(a)) {
+    if (!view->present() || name == "query") continue;
+    const bool rows = name == "query_rope" || name == "key_rope" || name == "key_shared_prefix" || name == "value_shared_prefix";
+    FIA_RETURN_IF_ERROR(check_view(std::string(name), *view, rows));
   }
 
   // The attribute scale is applied as a float32 (25.1 #13).
