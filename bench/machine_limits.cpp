@@ -5,7 +5,6 @@
 #include <hwy/aligned_allocator.h>
 #include <hwy/highway.h>
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/machine_limits.hpp"
@@ -88,43 +88,50 @@ long last_level_cache_bytes() {
   return l2 > 0 ? std::max(l2, 32L << 20) : 32L << 20;
 }
 
+namespace {
+/// Runs fn(t) on `threads` threads at once and returns the seconds they took together.
+template <class Fn>
+double timed_on_threads(int threads, Fn fn) {
+  std::vector<std::thread> pool;
+  const auto t0 = Clock::now();
+  for (int t = 0; t < threads; ++t) pool.emplace_back(fn, t);
+  for (auto& th : pool) th.join();
+  return seconds_since(t0);
+}
+}  // namespace
+
 double measure_read_bandwidth(int threads) {
   const std::size_t bytes = std::max<std::size_t>(512u << 20, 8 * static_cast<std::size_t>(last_level_cache_bytes()));
   const std::size_t n = bytes / sizeof(float);
   auto buf = hwy::AllocateAligned<float>(n);
   const std::size_t slice = n / static_cast<std::size_t>(threads) / 256 * 256;
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
-  for (int t = 0; t < threads; ++t) std::fill(buf.get() + t * slice, buf.get() + (t + 1) * slice, 1.0f);  // first touch
+  timed_on_threads(threads, [&](int t) { std::fill(buf.get() + t * slice, buf.get() + (t + 1) * slice, 1.0f); });
   double best = 0.0;
-  volatile float keep = 0.0f;
+  std::vector<float> sums(static_cast<std::size_t>(threads));
   for (int pass = 0; pass < 5; ++pass) {
-    float total = 0.0f;
-    const auto t0 = Clock::now();
-#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(+ : total)
-    for (int t = 0; t < threads; ++t) total += HWY_DYNAMIC_DISPATCH(SumFloats)(buf.get() + t * slice, slice);
-    const double s = seconds_since(t0);
-    keep = keep + total;
+    const double s = timed_on_threads(threads, [&](int t) { sums[t] = HWY_DYNAMIC_DISPATCH(SumFloats)(buf.get() + t * slice, slice); });
     best = std::max(best, static_cast<double>(slice * threads * sizeof(float)) / s);
   }
+  volatile float keep = sums[0];
+  (void)keep;
   return best;
 }
 
 double measure_fma_peak(int threads) {
+  constexpr std::int64_t kIters = 20'000'000;
   double best = 0.0;
+  std::vector<float> sinks(static_cast<std::size_t>(threads));
+  std::vector<double> flops(static_cast<std::size_t>(threads));
   for (int pass = 0; pass < 3; ++pass) {
-    double flops = 0.0;
-    float sink = 0.0f;
-    const auto t0 = Clock::now();
-#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(+ : flops)
-    for (int t = 0; t < threads; ++t) {
-      float s = 0.0f;
-      flops += HWY_DYNAMIC_DISPATCH(FmaChains)(20'000'000, 1.0f + static_cast<float>(t), &s);
-#pragma omp atomic
-      sink += s;
-    }
-    const double s = seconds_since(t0);
-    if (sink != 12345.0f) best = std::max(best, flops / s);
+    const double s = timed_on_threads(threads, [&](int t) {
+      flops[t] = HWY_DYNAMIC_DISPATCH(FmaChains)(kIters, 1.0f + static_cast<float>(t), &sinks[t]);
+    });
+    double total = 0.0;
+    for (double f : flops) total += f;
+    best = std::max(best, total / s);
   }
+  volatile float keep = sinks[0];
+  (void)keep;
   return best;
 }
 

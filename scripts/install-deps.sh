@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs fia's build and test dependencies from Debian packages (Debian 12 "bookworm").
 set -euo pipefail
-packages=(g++ cmake ninja-build libomp-dev nlohmann-json3-dev libcli11-dev libhwy-dev libgtest-dev libgmock-dev
+packages=(g++ cmake ninja-build libtbb-dev nlohmann-json3-dev libcli11-dev libhwy-dev libgtest-dev libgmock-dev
           libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -79,7 +79,8 @@ struct Options {
   /// Also enforce the Ascend hardware limits (FIA-SPEC 25.2), to learn what an NPU would reject.
   bool strict = false;
   Backend backend = Backend::kDefault;
-  /// Worker threads for the cpu backend; 0 = OpenMP's default. Results do not depend on it.
+  /// Worker threads for the cpu backend; 0 = FIA_NUM_THREADS, else OMP_NUM_THREADS, else all the
+  /// CPUs the process may use. Results do not depend on it.
   int threads = 0;
 };
 

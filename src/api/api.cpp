@@ -1,6 +1,4 @@
 // The public two-phase API: plan() (layers 2 and 4) and run() (layer 5 of the chosen backend).
-#include <omp.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -9,6 +7,7 @@
 #include "api/plan_state.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/run.hpp"
+#include "cpu/threads.hpp"
 #include "fia/fia.hpp"
 #include "numeric/half.hpp"
 #include "reference/reference.hpp"
@@ -168,7 +167,7 @@ static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_p
             "threads must be in [0, " + std::to_string(kMaxThreads) + "], got " + std::to_string(options.threads)};
   st = detail::build_problem(args, options.strict, &state->problem);
   if (!st.ok()) return st;
-  state->threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  state->threads = options.threads > 0 ? options.threads : detail::default_threads();
   if (state->backend == Backend::kCpu) state->cpu = detail::make_cpu_plan(state->problem, state->threads);
   *out_plan = detail::PlanAccess::make(std::move(state));
   return Status::Ok();

@@ -4,7 +4,14 @@
 #include <cstdint>
 #include <limits>
 
-#include <omp.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
 
 namespace fia::detail {
 
@@ -83,6 +90,28 @@ ScoreView chunk_scores(const SplitGroup& g, const GroupStore& st, const WorkItem
   return score_view(ch, s.scores, ch.col_end - ch.col_begin);
 }
 
+/// One task arena per worker count, reused across calls.
+tbb::task_arena& arena_for(int workers) {
+  static std::mutex mu;
+  static std::map<int, std::unique_ptr<tbb::task_arena>> arenas;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& a = arenas[workers];
+  if (!a) a = std::make_unique<tbb::task_arena>(workers);
+  return *a;
+}
+
+/// fn(i, scratch) for i in [begin, end), one index per task, on the arena's workers.
+template <class Fn>
+void parallel_each(const Problem& p, const CpuPlan& plan, float* base, std::int64_t begin, std::int64_t end, Fn fn) {
+  tbb::parallel_for(
+      tbb::blocked_range<std::int64_t>(begin, end, 1),
+      [&](const tbb::blocked_range<std::int64_t>& r) {
+        const Scratch s = scratch_for(p, plan, base, tbb::this_task_arena::current_thread_index());
+        for (std::int64_t i = r.begin(); i < r.end(); ++i) fn(i, s);
+      },
+      tbb::simple_partitioner());
+}
+
 }  // namespace
 
 void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void* workspace, int threads) {
@@ -92,30 +121,24 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
   const int workers = std::clamp(threads, 1, plan.threads);
   const auto n_items = static_cast<std::int64_t>(plan.items.size());
   const std::int64_t vd = p.v_dim;
-
-#pragma omp parallel num_threads(workers)
-  {
-    const Scratch s = scratch_for(p, plan, base, omp_get_thread_num());
-#pragma omp for schedule(dynamic, 1)
-    for (std::int64_t w = 0; w < n_items; ++w) {
+  auto body = [&] {
+    parallel_each(p, plan, base, 0, n_items, [&](std::int64_t w, const Scratch& s) {
       const WorkItem& it = plan.items[w];
       const ScoreView sv = score_view(it, s.scores, it.col_end - it.col_begin);
       item_scores(p, plan.tile, it, s.tiles, sv, s.m);
       item_accumulate(p, plan.tile, it, s.tiles, sv, s.m, s.l, s.acc);
       item_finalize(p, it, s.m, s.l, s.acc, dst);
-    }
+    });
     for (const Wave& wv : plan.waves) {
       // Phase A of every chunk: its scores (kept only when the group is stored) and row max.
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t w = wv.chunk_begin; w < wv.chunk_end; ++w) {
+      parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
         const WorkItem& ch = plan.chunks[w];
         const SplitGroup& g = plan.splits[ch.split];
         const GroupStore st = store_of(p, g, wave);
         item_scores(p, plan.tile, ch, s.tiles, chunk_scores(g, st, ch, s), st.max(ch.chunk));
-      }
+      });
       // Phase B of every chunk, with the exact max over the whole row.
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t w = wv.chunk_begin; w < wv.chunk_end; ++w) {
+      parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
         const WorkItem& ch = plan.chunks[w];
         const SplitGroup& g = plan.splits[ch.split];
         const GroupStore st = store_of(p, g, wave);
@@ -123,10 +146,9 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
         if (!g.stored) item_scores(p, plan.tile, ch, s.tiles, sv, s.spare_max);
         group_max(st, g.chunks, s.m);
         item_accumulate(p, plan.tile, ch, s.tiles, sv, s.m, st.sum(ch.chunk), st.acc(ch.chunk));
-      }
+      });
       // Merge the chunks of each group in chunk order, then normalise.
-#pragma omp for schedule(dynamic, 1)
-      for (std::int64_t gi = wv.group_begin; gi < wv.group_end; ++gi) {
+      parallel_each(p, plan, base, wv.group_begin, wv.group_end, [&](std::int64_t gi, const Scratch& s) {
         const SplitGroup& g = plan.splits[gi];
         const GroupStore st = store_of(p, g, wave);
         group_max(st, g.chunks, s.m);
@@ -137,9 +159,10 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
           for (std::int64_t i = 0; i < st.R * vd; ++i) s.acc[i] += st.acc(c)[i];
         }
         item_finalize(p, g.item, s.m, s.l, s.acc, dst);
-      }
+      });
     }
-  }
+  };
+  arena_for(workers).execute(body);
 }
 
 }  // namespace fia::detail

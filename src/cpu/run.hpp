@@ -7,7 +7,7 @@
 
 namespace fia::detail {
 
-/// Runs every work item of `plan` with up to `threads` OpenMP workers; `workspace` holds
+/// Runs every work item of `plan` with up to `threads` oneTBB workers; `workspace` holds
 /// plan.workspace_bytes bytes. Output rows no item writes must be pre-filled by the caller.
 void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void* workspace, int threads);
 

@@ -1,6 +1,4 @@
 // `fia bench`: the workloads of bench/shapes.json (or a case folder) against the machine's limits.
-#include <omp.h>
-
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -12,6 +10,7 @@
 #include "commands.hpp"
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
+#include "cpu/threads.hpp"
 
 namespace fia::cli {
 
@@ -41,7 +40,7 @@ int bench_command(const BenchArgs& args) {
     print_error("--isa", "must be one of " + names + ", got " + args.isa);
     return kExitRejected;
   }
-  const int threads = args.threads > 0 ? args.threads : omp_get_max_threads();
+  const int threads = args.threads > 0 ? args.threads : detail::default_threads();
   std::vector<bench::Workload> workloads;
   try {
     if (!args.case_dir.empty()) workloads.push_back(bench::load_case_workload(args.case_dir));
