@@ -127,6 +127,7 @@ std::vector<Workload> load_shapes(const std::string& path, const std::vector<std
         Plan pl;
         const Status st = plan(w.copies[0]->args, Options{}, &pl);
         w.error = st.ok() ? "invalid call" : st.to_string();
+        w.unsupported = st.code == StatusCode::kUnsupported;
       }
     } catch (const std::exception& ex) {
       w.error = ex.what();

@@ -25,7 +25,8 @@ struct Workload {
   bool decode = false;          ///< memory-bound: judged in GB/s against the read bandwidth
   double bytes_per_call = 0.0;  ///< K + V bytes one call reads (the lengths FIA reads)
   double flops_per_call = 0.0;  ///< 4 * N * sum_b(Sq_b * Skv_b) * D, halved for causal
-  std::string error;            ///< set when the workload cannot be built
+  std::string error;            ///< set when the workload cannot be built or run
+  bool unsupported = false;     ///< the error is a feature fia does not implement yet
 };
 
 /// Reads a shapes file (see ../shared/bench/shapes.json: name, what, params, tensors). Entries

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fia/args.hpp"
+#include "fia/half.hpp"
 #include "fia/status.hpp"
 #include "fia/tensor.hpp"
 

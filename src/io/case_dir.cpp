@@ -194,6 +194,8 @@ Status load_case(const std::string& dir, Case* out) {
     if (!st.ok()) return st;
     out->tensors[name] = std::move(t);
   }
+  if (out->tensors.empty())
+    return bad("inputs.safetensors", "the case folder has neither inputs.safetensors nor NAME.npy tensors: " + dir);
   return bind_tensors(out);
 }
 

@@ -6,11 +6,11 @@
 // max, (B) P = round(exp(S - m)) and P·V, (C) normalisation.
 //
 // Small items run all phases on one worker with their scores in its scratch. Items whose scores
-// would not fit kScoreBudget, and decode-like items (few query rows, long KV) that need more
-// parallelism, become split groups: their KV range is cut into fixed-size chunks, phase A of all
-// chunks runs, then phase B with the exact max over the chunks, then the chunk partials are summed
-// in chunk order. Groups run in waves whose stored scores and partials fit kWaveBudget; a group
-// too large to store its scores recomputes them in phase B instead.
+// would not fit PlanLimits::score_budget, and decode-like items (few query rows, long KV) that
+// need more parallelism, become split groups: their KV range is cut into fixed-size chunks, phase
+// A of all chunks runs, then phase B with the exact max over the chunks, then the chunk partials
+// are summed in chunk order. Groups run in waves whose stored scores and partials fit
+// PlanLimits::wave_budget; a group too large to store its scores recomputes them in phase B.
 #pragma once
 
 #include <cstddef>

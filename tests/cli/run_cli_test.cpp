@@ -74,8 +74,38 @@ TEST(FiaRun, MalformedFilesAreRejectedCleanly) {
   fs::remove_all(dir);
 }
 
+TEST(FiaCompare, JudgesAgainstTheExactAnswer) {
+  CallSpec spec = random_spec(21);
+  spec.lse = true;
+  TestCall call = build_call(spec, 21);
+  const std::string dir = temp_dir("compare");
+  ASSERT_TRUE(io::save_case(dir + "/case", call.args).ok());
+  ASSERT_EQ(run_fia({"run", dir + "/case", "--out", dir + "/out"}).exit_code, 0);
+  detail::ReferenceResult exact;
+  ASSERT_TRUE(reference_exact(call.args, &exact).ok());
+  Plan pl;
+  ASSERT_TRUE(plan(call.args, Options{}, &pl).ok());
+  auto write_expected = [&](double bump) {
+    OwnedTensor out(DType::F32, pl.attention_out_shape()), lse(DType::F32, pl.softmax_lse_shape());
+    for (std::size_t i = 0; i < exact.out.size(); ++i) out.as<float>()[i] = static_cast<float>(exact.out[i] + bump);
+    for (std::size_t i = 0; i < exact.lse.size(); ++i) lse.as<float>()[i] = static_cast<float>(exact.lse[i]);
+    ASSERT_TRUE(io::write_safetensors(dir + "/expected.safetensors", {{"attention_out", &out}, {"softmax_lse", &lse}}).ok());
+  };
+  write_expected(0.0);
+  CliResult r = run_fia({"compare", dir + "/out/outputs.safetensors", dir + "/expected.safetensors"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err << describe(spec);
+  EXPECT_NE(r.out.find("attention_out: PASS"), std::string::npos) << r.out;
+  write_expected(0.5);
+  r = run_fia({"compare", dir + "/out/outputs.safetensors", dir + "/expected.safetensors"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("attention_out: FAIL"), std::string::npos) << r.out;
+  r = run_fia({"compare", dir + "/out/outputs.safetensors", dir + "/missing.safetensors"});
+  EXPECT_EQ(r.exit_code, 2);
+  fs::remove_all(dir);
+}
+
 TEST(FiaRun, UsageErrorsAreOneErrorLine) {
-  for (const std::vector<std::string> args : {std::vector<std::string>{"run", "x"},
+  for (const auto& args : {std::vector<std::string>{"run", "x"},
                                               std::vector<std::string>{"run", "x", "--out", "y", "--threads", "-1"},
                                               std::vector<std::string>{"run", "x", "--out", "y", "--backend", "gpu"}}) {
     const CliResult r = run_fia(args);

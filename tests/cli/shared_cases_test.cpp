@@ -7,9 +7,14 @@
 
 #include "io/safetensors.hpp"
 #include "support/cli_runner.hpp"
-#include "support/criterion.hpp"
+#include "check/criterion.hpp"
 
 namespace fia::test {
+using check::criterion_a;
+using check::lse_match;
+using check::to_doubles;
+using check::Verdict;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -7,10 +7,15 @@
 
 #include "numeric/half.hpp"
 #include "support/call_builder.hpp"
-#include "support/criterion.hpp"
+#include "check/criterion.hpp"
 #include "support/run_helpers.hpp"
 
 namespace fia::test {
+using check::criterion_a;
+using check::lse_match;
+using check::to_doubles;
+using check::Verdict;
+
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();

@@ -39,10 +39,11 @@ std::string temp_dir(const std::string& tag) {
 
 CliResult run_fia(const std::vector<std::string>& args) {
   const std::string dir = temp_dir("cli");
-  std::string cmd = quote(FIA_BINARY);
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " >" + quote(dir + "/stdout") + " 2>" + quote(dir + "/stderr");
-  const int status = std::system(cmd.c_str());
+  std::ostringstream cmd;
+  cmd << quote(FIA_BINARY);
+  for (const auto& a : args) cmd << ' ' << quote(a);
+  cmd << " >" << quote(dir + "/stdout") << " 2>" << quote(dir + "/stderr");
+  const int status = std::system(cmd.str().c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = slurp(dir + "/stdout");

@@ -63,10 +63,11 @@ std::vector<unsigned char> npy(const std::string& dict, std::size_t data_bytes) 
   std::string header = dict;
   while ((10 + header.size() + 1) % 64 != 0) header.push_back(' ');
   header.push_back('\n');
-  std::vector<unsigned char> img = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                                    static_cast<unsigned char>(header.size() & 0xFF), static_cast<unsigned char>(header.size() >> 8)};
-  img.insert(img.end(), header.begin(), header.end());
-  img.resize(img.size() + data_bytes, 0);
+  const unsigned char prefix[] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(header.size() & 0xFF),
+                                  static_cast<unsigned char>(header.size() >> 8)};
+  std::vector<unsigned char> img(sizeof prefix + header.size() + data_bytes, 0);
+  std::memcpy(img.data(), prefix, sizeof prefix);
+  std::memcpy(img.data() + sizeof prefix, header.data(), header.size());
   return img;
 }
 

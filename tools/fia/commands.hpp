@@ -14,7 +14,7 @@ inline constexpr int kExitRejected = 2;  ///< the call was rejected: invalid inp
 struct RunArgs {
   std::string case_dir;
   std::string out_dir;
-  std::string backend = "cpu";
+  std::string backend;  ///< cpu or reference; empty = FIA_BACKEND, else cpu
   int threads = 0;
   bool strict = false;
 };
@@ -35,7 +35,7 @@ struct GenerateArgs {
   std::uint64_t seed = 42;
   std::string kv_dtype = "fp32";
   int block_size = 16;
-  std::string backend = "cpu";
+  std::string backend;  ///< cpu or reference; empty = FIA_BACKEND, else cpu
   int threads = 0;
   bool print_ids = false;
 };
@@ -58,8 +58,23 @@ struct BenchArgs {
 
 /// `fia bench`: measures the machine's read bandwidth and fp32 FMA peak, then times each workload
 /// (median of repeated calls; decode with KV buffers rotated so they are not cache-resident) and
-/// prints GB/s (decode) or GFLOP/s (prefill) and the fraction of the matching limit.
+/// prints GB/s (decode) or GFLOP/s (prefill) and the fraction of the matching limit. Returns
+/// kExitOk unless a workload failed for another reason than an unsupported feature.
 int bench_command(const BenchArgs& args);
+
+struct CompareArgs {
+  std::string got;       ///< outputs.safetensors to judge
+  std::string expected;  ///< exact answer: attention_out (any float dtype) [+ softmax_lse]
+};
+
+/// `fia compare GOT EXPECTED`: judges attention_out (and softmax_lse) by FIA-SPEC 21.1
+/// criterion A, with the tolerances of GOT's dtype. kExitOk when it passes, kExitFailure when it
+/// does not, kExitRejected when a file is unreadable or the shapes differ.
+int compare_command(const CompareArgs& args);
+
+/// Resolves an empty --backend from FIA_BACKEND (default cpu); false (after printing the error)
+/// when FIA_BACKEND names no backend.
+bool resolve_backend(std::string* backend);
 
 /// Prints "error: <parameter>: <message>" on stderr.
 void print_error(const std::string& parameter, const std::string& message);

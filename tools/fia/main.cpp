@@ -13,9 +13,9 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "Compute one case folder (params.json + inputs.safetensors)");
   run_cmd->add_option("CASE_DIR", run.case_dir, "Case folder")->required();
   run_cmd->add_option("--out", run.out_dir, "Output folder for outputs.safetensors")->required();
-  run_cmd->add_option("--backend", run.backend, "cpu (default) or reference (float64)")
+  run_cmd->add_option("--backend", run.backend, "cpu or reference (float64); default FIA_BACKEND, else cpu")
       ->check(CLI::IsMember({"cpu", "reference"}));
-  run_cmd->add_option("--threads", run.threads, "Worker threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  run_cmd->add_option("--threads", run.threads, "Worker threads (0 = FIA_NUM_THREADS, OMP_NUM_THREADS or all CPUs)")->check(CLI::Range(0, 1024));
   run_cmd->add_flag("--strict", run.strict, "Also reject what an Ascend NPU would reject (hardware limits)");
 
   GenerateArgs gen;
@@ -36,22 +36,27 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("--kv-dtype", gen.kv_dtype, "KV cache dtype: fp32 (default), fp16 or bf16")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   gen_cmd->add_option("--block-size", gen.block_size, "Tokens per KV cache block")->check(CLI::PositiveNumber);
-  gen_cmd->add_option("--backend", gen.backend, "cpu (default) or reference (float64)")
+  gen_cmd->add_option("--backend", gen.backend, "cpu or reference (float64); default FIA_BACKEND, else cpu")
       ->check(CLI::IsMember({"cpu", "reference"}));
-  gen_cmd->add_option("--threads", gen.threads, "Worker threads of FIA (0 = all cores)")
+  gen_cmd->add_option("--threads", gen.threads, "Worker threads of FIA (0 = FIA_NUM_THREADS, OMP_NUM_THREADS or all CPUs)")
       ->check(CLI::NonNegativeNumber);
   gen_cmd->add_flag("--print-ids", gen.print_ids, "Print the token ids, one per line, instead of the text");
 
   BenchArgs bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time the reference workloads against the machine's limits");
-  bench_cmd->add_option("--shapes", bench.shapes, "Workload file (default bench/shapes.json)");
+  bench_cmd->add_option("--shapes", bench.shapes, "Workload file (default: the repository's bench/shapes.json)");
   bench_cmd->add_option("--only", bench.only, "Comma-separated workload names, e.g. D1,P1");
   bench_cmd->add_option("--case", bench.case_dir, "Time one case folder instead of the workload file");
-  bench_cmd->add_option("--threads", bench.threads, "Worker threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  bench_cmd->add_option("--threads", bench.threads, "Worker threads (0 = FIA_NUM_THREADS, OMP_NUM_THREADS or all CPUs)")->check(CLI::Range(0, 1024));
   bench_cmd->add_option("--repeat", bench.repeat, "Timed calls per workload (0 = 30 decode, 5 prefill)")
       ->check(CLI::Range(0, 100000));
   bench_cmd->add_option("--json", bench.json, "Also write the results as JSON");
   bench_cmd->add_option("--isa", bench.isa, "Run the kernels on this instruction set (AVX3, AVX2, SSE4, ...)");
+
+  CompareArgs cmp;
+  CLI::App* cmp_cmd = app.add_subcommand("compare", "Judge an outputs.safetensors against an exact answer (criterion A)");
+  cmp_cmd->add_option("GOT", cmp.got, "outputs.safetensors to judge")->required();
+  cmp_cmd->add_option("EXPECTED", cmp.expected, "safetensors with the exact attention_out [and softmax_lse]")->required();
 
   try {
     app.parse(argc, argv);
@@ -68,5 +73,6 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) return run_command(run);
   if (gen_cmd->parsed()) return generate_command(gen);
   if (bench_cmd->parsed()) return bench_command(bench);
+  if (cmp_cmd->parsed()) return compare_command(cmp);
   return kExitFailure;
 }

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "commands.hpp"
@@ -23,7 +24,18 @@ int reject(const RunArgs& args, const Status& st) {
 
 }  // namespace
 
-int run_command(const RunArgs& args) {
+bool resolve_backend(std::string* backend) {
+  if (!backend->empty()) return true;
+  const char* env = std::getenv("FIA_BACKEND");
+  *backend = env && *env ? env : "cpu";
+  if (*backend == "cpu" || *backend == "reference") return true;
+  print_error("FIA_BACKEND", "must be 'cpu' or 'reference', got '" + *backend + "'");
+  return false;
+}
+
+int run_command(const RunArgs& in) {
+  RunArgs args = in;
+  if (!resolve_backend(&args.backend)) return kExitRejected;
   io::Case c;
   Status st = io::load_case(args.case_dir, &c);
   if (!st.ok()) return reject(args, st);

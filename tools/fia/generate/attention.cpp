@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "numeric/half.hpp"
+#include "fia/half.hpp"
 
 namespace fia::model {
 
@@ -30,7 +30,7 @@ Status PagedAttention::run(int layer, const BlockTable& table, std::int64_t q_le
   if (dtype != DType::F32) {
     q_half_.resize(n);
     for (std::size_t i = 0; i < n; ++i)
-      q_half_[i] = dtype == DType::F16 ? detail::f32_to_f16(q[i]) : detail::f32_to_bf16(q[i]);
+      q_half_[i] = dtype == DType::F16 ? f32_to_f16(q[i]) : f32_to_bf16(q[i]);
     q_data = q_half_.data();
   }
 
@@ -65,7 +65,7 @@ Status PagedAttention::run(int layer, const BlockTable& table, std::int64_t q_le
     for (std::size_t i = 0; i < n; ++i) {
       std::uint16_t h;
       std::memcpy(&h, out_.data() + 2 * i, 2);
-      out[i] = dtype == DType::F16 ? detail::f16_to_f32(h) : detail::bf16_to_f32(h);
+      out[i] = dtype == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
     }
   }
   (prefill ? stats_.prefill_calls : stats_.decode_calls) += 1;

@@ -36,7 +36,9 @@ int fail(const Status& st) {
 
 }  // namespace
 
-int generate_command(const GenerateArgs& args) {
+int generate_command(const GenerateArgs& in) {
+  GenerateArgs args = in;
+  if (!resolve_backend(&args.backend)) return kExitRejected;
   model::Checkpoint checkpoint;
   if (Status st = model::load_checkpoint(args.model, &checkpoint); !st.ok()) return fail(st);
   model::Tokenizer tokenizer;

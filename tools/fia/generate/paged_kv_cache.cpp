@@ -4,7 +4,7 @@
 #include <cstring>
 #include <random>
 
-#include "numeric/half.hpp"
+#include "fia/half.hpp"
 
 namespace fia::model {
 
@@ -56,13 +56,13 @@ void PagedKvCache::write(int layer, int seq, std::int64_t pos, const float* key,
     switch (dtype_) {
       case DType::F16:
         for (int i = 0; i < kv_dim_; ++i) {
-          const std::uint16_t h = detail::f32_to_f16(src[i]);
+          const std::uint16_t h = f32_to_f16(src[i]);
           std::memcpy(dst + 2 * i, &h, 2);
         }
         break;
       case DType::BF16:
         for (int i = 0; i < kv_dim_; ++i) {
-          const std::uint16_t h = detail::f32_to_bf16(src[i]);
+          const std::uint16_t h = f32_to_bf16(src[i]);
           std::memcpy(dst + 2 * i, &h, 2);
         }
         break;
@@ -82,7 +82,7 @@ float PagedKvCache::read(int layer, int seq, std::int64_t pos, int i, bool value
   }
   std::uint16_t h;
   std::memcpy(&h, p, sizeof h);
-  return dtype_ == DType::F16 ? detail::f16_to_f32(h) : detail::bf16_to_f32(h);
+  return dtype_ == DType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
 BlockTable PagedKvCache::block_table(std::span<const int> seqs, std::span<const std::int64_t> lengths) const {

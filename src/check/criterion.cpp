@@ -1,4 +1,4 @@
-#include "support/criterion.hpp"
+#include "check/criterion.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "cpu/convert.hpp"
 
-namespace fia::test {
+namespace fia::check {
 
 std::vector<double> to_doubles(const OwnedTensor& t) {
   std::vector<double> v(static_cast<std::size_t>(t.numel()));
@@ -38,11 +38,12 @@ Verdict criterion_a(const OwnedTensor& got, const std::vector<double>& expected)
     }
   }
   const bool pass = static_cast<double>(fails) <= 0.005 * static_cast<double>(g.size()) && worst < 10.0;
-  if (pass) return {};
+  const double fraction = g.empty() ? 1.0 : 1.0 - static_cast<double>(fails) / static_cast<double>(g.size());
+  if (pass) return {true, "", fraction, worst};
   std::ostringstream os;
   os << fails << "/" << g.size() << " elements off; worst at " << worst_i << ": got " << g[worst_i] << ", expected "
      << expected[worst_i] << " (relative error " << worst << ")";
-  return {false, os.str()};
+  return {false, os.str(), fraction, worst};
 }
 
 Verdict lse_match(const OwnedTensor& got, const std::vector<double>& expected) {
@@ -60,4 +61,4 @@ Verdict lse_match(const OwnedTensor& got, const std::vector<double>& expected) {
   return {};
 }
 
-}  // namespace fia::test
+}  // namespace fia::check

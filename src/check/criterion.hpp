@@ -1,4 +1,4 @@
-// FIA-SPEC 21.1 criterion A, as the shared cases' README applies it.
+// FIA-SPEC 21.1 criterion A: how a result is judged against an exact answer.
 #pragma once
 
 #include <string>
@@ -6,11 +6,13 @@
 
 #include "fia/tensor.hpp"
 
-namespace fia::test {
+namespace fia::check {
 
 struct Verdict {
   bool pass = true;
-  std::string detail;  ///< why it failed (empty on success)
+  std::string detail;      ///< why it failed (empty on success)
+  double fraction = 1.0;   ///< share of elements within tolerance
+  double worst_rel = 0.0;  ///< largest relative error among the elements outside it
 };
 
 /// attention_out judged against exact (pre-cast) values: |a - e| <= atol + rtol|e| on >= 99.5 %
@@ -24,4 +26,4 @@ Verdict lse_match(const OwnedTensor& got, const std::vector<double>& expected);
 /// The elements of a F16/BF16/F32/F64 tensor as doubles.
 std::vector<double> to_doubles(const OwnedTensor& t);
 
-}  // namespace fia::test
+}  // namespace fia::check
