@@ -115,6 +115,16 @@ HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
   for (std::int64_t o = 0; o < bytes; o += 64) hwy::Prefetch(b + o);
 }
 
+/// What a kernel prefetches while it walks tokens t of a sub-run: `bytes` of the token row
+/// `distance` tokens ahead (base + (t + distance) * stride), while t + distance < limit.
+struct Prefetch {
+  const char* base = nullptr;
+  std::int64_t stride = 0, bytes = 0, distance = 0, limit = 0;
+  HWY_INLINE void at(std::int64_t t) const {
+    if (bytes > 0 && t + distance < limit) prefetch_row(base + (t + distance) * stride, bytes);
+  }
+};
+
 /// out[0..4) = the lane sums of a, b, c, d. On x86 with 256/512-bit vectors, three horizontal
 /// adds serve all four sums; elsewhere one reduction each.
 HWY_INLINE void sum4(DF df, VF a, VF b, VF c, VF d, float* out) {
@@ -136,30 +146,32 @@ HWY_INLINE void sum4(DF df, VF a, VF b, VF c, VF d, float* out) {
 #endif
 }
 
-/// Calls fn(first token, first packed row, sub-run, prefetch bytes) for every (query row, KV head)
-/// of a narrow item over one run. Single-head items take the run whole and prefetch their own
-/// rows when these are strided; items spanning several KV heads go block by block of kTokenBlock
-/// tokens, all heads of a block before the next, prefetching the next block's rows of all heads.
+/// Calls fn(first token, first packed row, sub-run, prefetch) for every (query row, KV head) of a
+/// narrow item over one run. Single-head items take the run whole and prefetch their own rows
+/// when these are strided; items spanning several KV heads go block by block of kTokenBlock
+/// tokens, all heads of a block before the next, the first head's pass prefetching the next
+/// block's rows of all heads, one row per token.
 template <class Fn>
 HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
                                std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems, Fn fn) {
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.dtype));
   const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
   const std::int64_t row_bytes = row_elems * es;
+  const auto* first = static_cast<const char*>(base);
   if (kvh == 1) {  // contiguous rows are left to the hardware prefetcher
-    const std::int64_t pf = token_stride * es > row_bytes ? row_bytes : 0;
-    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : 0);
+    Prefetch pf;
+    if (token_stride * es > row_bytes) pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count};
+    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
     return;
   }
   const std::int64_t span = (kvh - 1) * head_stride * es + row_bytes;  // all heads of one token
-  const bool prefetch = span <= 8192;
-  const auto* first = static_cast<const char*>(base);
   for (std::int64_t t = 0; t < run.count; t += kTokenBlock) {
     const std::int64_t nt = std::min(kTokenBlock, run.count - t);
-    for (std::int64_t u = t + kTokenBlock; prefetch && u < std::min(t + 2 * kTokenBlock, run.count); ++u)
-      prefetch_row(first + u * token_stride * es, span);
+    Prefetch pf;
+    if (span <= 8192) pf = {first + t * token_stride * es, token_stride * es, span, kTokenBlock, run.count - t};
     for (std::int64_t rl = 0; rl < nrows; ++rl)
-      for (std::int64_t hk = 0; hk < kvh; ++hk) fn(t, (rl * kvh + hk) * it.heads, run.sub(t, nt, hk, es), 0);
+      for (std::int64_t hk = 0; hk < kvh; ++hk)
+        fn(t, (rl * kvh + hk) * it.heads, run.sub(t, nt, hk, es), rl == 0 && hk == 0 ? pf : Prefetch{});
   }
 }
 
@@ -210,16 +222,14 @@ HWY_INLINE void dots2(DF df, const float* q, std::int64_t kw, const typename Src
 /// Raw dot products (with the rope part) of ROWS rows against the tokens of one run.
 template <class Src, int ROWS>
 void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const KvRun& run, float* out, std::int64_t os,
-              std::int64_t row_bytes) {
+              const Prefetch& pf) {
   using T = typename Src::T;
   const T* k = static_cast<const T*>(run.key);
   const T* kr = static_cast<const T*>(run.key_rope);
   for (std::int64_t t = 0; t < run.count; t += 2) {
     const std::int64_t t1 = std::min(t + 1, run.count - 1);
-    if (row_bytes > 0 && t + kPrefetchTokens + 1 < run.count) {
-      prefetch_row(k + (t + kPrefetchTokens) * run.key_stride, row_bytes);
-      prefetch_row(k + (t + kPrefetchTokens + 1) * run.key_stride, row_bytes);
-    }
+    pf.at(t);
+    pf.at(t + 1);
     float sink[4];  // the second result of a lone last token lands here
     float* o1 = t + 1 < run.count ? out + t + 1 : sink;
     const std::int64_t os1 = t + 1 < run.count ? os : 1;
@@ -264,11 +274,11 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
     float* tile_scores = sv.base + (c0 - it.col_begin);
     for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
       for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim,
-                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, std::int64_t prefetch) {
+                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        for (std::int64_t g0 = 0; g0 < it.heads; g0 += 4) {
                          const float* q = s.q + (base_r + g0) * kw;
                          float* out = tile_scores + (base_r + g0) * sv.row_stride + c + t;
-                         const std::int64_t pf = g0 == 0 ? prefetch : 0;
+                         const Prefetch pf = g0 == 0 ? prefetch : Prefetch{};
                          switch (std::min<std::int64_t>(4, it.heads - g0)) {
                            case 1: run_dots<Src, 1>(df, p, q, kw, sub, out, sv.row_stride, pf); break;
                            case 2: run_dots<Src, 2>(df, p, q, kw, sub, out, sv.row_stride, pf); break;
@@ -296,7 +306,7 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
 /// the accumulators stay in registers over the whole run.
 template <class Src, int ROWS, int NV>
 HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t ps, std::int64_t d0, float* acc,
-                         std::int64_t vd, std::int64_t prefetch_bytes) {
+                         std::int64_t vd, const Prefetch& pf) {
   using T = typename Src::T;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const T* v = static_cast<const T*>(run.value) + d0;
@@ -308,7 +318,7 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
 #undef FIA_ACC_LOAD
   for (std::int64_t t = 0; t < run.count; ++t) {
     const T* vt = v + t * run.value_stride;
-    if (prefetch_bytes > 0 && t + kPrefetchTokens < run.count) prefetch_row(vt + kPrefetchTokens * run.value_stride, prefetch_bytes);
+    pf.at(t);
     const VF v0 = Src::load(df, vt);
     const VF v1 = NV > 1 ? Src::load(df, vt + L) : v0;
     const VF v2 = NV > 2 ? Src::load(df, vt + 2 * L) : v0;
@@ -336,13 +346,13 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
 /// acc[r][:] += p[r][t] * V[t][:] over one run, for up to 4 rows: vector blocks of up to
 /// kBlockVectors, then a scalar tail.
 template <class Src, int ROWS>
-void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int64_t ps, float* acc, std::int64_t prefetch_bytes) {
+void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int64_t ps, float* acc, const Prefetch& pf) {
   constexpr int kBlockVectors = HWY_MAX_BYTES >= 64 ? 4 : 2;  // 4 x 4 accumulators on AVX-512
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   std::int64_t d0 = 0;
   for (; d0 + kBlockVectors * L <= vd; d0 += kBlockVectors * L)
-    run_axpy<Src, ROWS, kBlockVectors>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? prefetch_bytes : 0);
-  for (; d0 + L <= vd; d0 += L) run_axpy<Src, ROWS, 1>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? prefetch_bytes : 0);
+    run_axpy<Src, ROWS, kBlockVectors>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
+  for (; d0 + L <= vd; d0 += L) run_axpy<Src, ROWS, 1>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
   const auto* v = static_cast<const typename Src::T*>(run.value);
   for (std::int64_t d = d0; d < vd; ++d)
     for (std::int64_t t = 0; t < run.count; ++t)
@@ -366,11 +376,11 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
     }
     for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
       for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd,
-                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, std::int64_t prefetch) {
+                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        for (std::int64_t g0 = 0; g0 < it.heads; g0 += 4) {
                          const float* pr = tile_p + (base_r + g0) * sv.row_stride + c + t;
                          float* a = acc + (base_r + g0) * vd;
-                         const std::int64_t pf = g0 == 0 ? prefetch : 0;
+                         const Prefetch pf = g0 == 0 ? prefetch : Prefetch{};
                          switch (std::min<std::int64_t>(4, it.heads - g0)) {
                            case 1: run_pv<Src, 1>(df, p, sub, pr, sv.row_stride, a, pf); break;
                            case 2: run_pv<Src, 2>(df, p, sub, pr, sv.row_stride, a, pf); break;
