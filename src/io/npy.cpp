@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "io/safetensors.hpp"
@@ -78,6 +79,41 @@ Status parse_npy(const std::vector<unsigned char>& image, const std::string& lab
     return bad(label, "truncated: needs " + std::to_string(bytes) + " data bytes, has " + std::to_string(image.size() - pos));
   *out = OwnedTensor(dtype, shape);
   if (bytes) std::memcpy(out->bytes.data(), image.data() + pos, bytes);
+  return Status::Ok();
+}
+
+Status serialize_npy(const OwnedTensor& t, std::vector<unsigned char>* image) {
+  std::string descr;
+  static const std::pair<const char*, DType> table[] = {
+      {"<f2", DType::F16}, {"<f4", DType::F32}, {"<f8", DType::F64}, {"|i1", DType::I8},  {"|u1", DType::U8},
+      {"|b1", DType::Bool}, {"<i4", DType::I32}, {"<i8", DType::I64}, {"<u8", DType::U64},
+  };
+  for (const auto& [name, dt] : table)
+    if (dt == t.dtype) descr = name;
+  if (descr.empty())
+    return {StatusCode::kUnsupported, std::string(dtype_name(t.dtype)), "numpy has no dtype for it"};
+  std::string shape;  // a Python tuple: "2, 3", "3," or ""
+  for (std::size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
+  if (t.shape.size() == 1) shape += ",";
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header.push_back(' ');
+  header.push_back('\n');
+  image->assign(10 + header.size() + t.bytes.size(), 0);
+  const unsigned char prefix[] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(header.size() & 0xFF),
+                                  static_cast<unsigned char>(header.size() >> 8)};
+  std::memcpy(image->data(), prefix, sizeof prefix);
+  std::memcpy(image->data() + 10, header.data(), header.size());
+  if (!t.bytes.empty()) std::memcpy(image->data() + 10 + header.size(), t.bytes.data(), t.bytes.size());
+  return Status::Ok();
+}
+
+Status write_npy(const std::string& path, const OwnedTensor& t) {
+  std::vector<unsigned char> image;
+  Status st = serialize_npy(t, &image);
+  if (!st.ok()) return st;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f || !f.write(reinterpret_cast<const char*>(image.data()), static_cast<std::streamsize>(image.size())))
+    return {StatusCode::kInternal, path, "cannot write " + path};
   return Status::Ok();
 }
 

@@ -17,4 +17,11 @@ Status parse_npy(const std::vector<unsigned char>& image, const std::string& lab
 /// Reads and parses a .npy file.
 Status read_npy(const std::string& path, OwnedTensor* out);
 
+/// Serialises a tensor as a version 1.0 .npy image (little-endian, C order). BF16 has no NumPy
+/// dtype: it is rejected (kUnsupported), like other dtypes numpy lacks.
+Status serialize_npy(const OwnedTensor& t, std::vector<unsigned char>* image);
+
+/// Writes a .npy file.
+Status write_npy(const std::string& path, const OwnedTensor& t);
+
 }  // namespace fia::io

@@ -100,6 +100,23 @@ TEST(Npy, ParsesAndRejects) {
   EXPECT_FALSE(parse_npy({0x93, 'N', 'U'}, "q.npy", &t).ok());
 }
 
+TEST(Npy, RoundTrip) {
+  for (const auto& shape : {std::vector<std::int64_t>{2, 3}, std::vector<std::int64_t>{5}, std::vector<std::int64_t>{},
+                            std::vector<std::int64_t>{1, 0, 4}}) {
+    OwnedTensor t(DType::F16, shape);
+    for (std::size_t i = 0; i < t.bytes.size(); ++i) t.bytes[i] = static_cast<std::byte>(i * 13);
+    std::vector<unsigned char> img;
+    ASSERT_TRUE(serialize_npy(t, &img).ok());
+    OwnedTensor back;
+    ASSERT_TRUE(parse_npy(img, "t.npy", &back).ok());
+    EXPECT_EQ(back.dtype, DType::F16);
+    EXPECT_EQ(back.shape, shape);
+    EXPECT_EQ(back.bytes, t.bytes);
+  }
+  std::vector<unsigned char> img;
+  EXPECT_EQ(serialize_npy(OwnedTensor(DType::BF16, {1}), &img).code, StatusCode::kUnsupported);
+}
+
 TEST(Params, ParsesEveryKey) {
   FiaArgs a;
   ASSERT_TRUE(parse_params(R"({"num_heads": 8, "scale_value": 0.5, "pre_tokens": -3, "next_tokens": 4,
