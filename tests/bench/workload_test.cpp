@@ -3,15 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "bench/workload.hpp"
-#include "check/criterion.hpp"
+#include "support/criterion.hpp"
 #include "support/run_helpers.hpp"
 
 namespace fia::test {
-using check::criterion_a;
-using check::lse_match;
-using check::to_doubles;
-using check::Verdict;
-
 namespace {
 
 const char* kShapes = FIA_SOURCE_DIR "/bench/shapes.json";

@@ -7,14 +7,9 @@
 
 #include "io/safetensors.hpp"
 #include "support/cli_runner.hpp"
-#include "check/criterion.hpp"
+#include "support/criterion.hpp"
 
 namespace fia::test {
-using check::criterion_a;
-using check::lse_match;
-using check::to_doubles;
-using check::Verdict;
-
 namespace {
 
 namespace fs = std::filesystem;

@@ -3,16 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "support/call_builder.hpp"
-#include "check/criterion.hpp"
+#include "support/criterion.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 
 namespace fia::test {
-using check::criterion_a;
-using check::lse_match;
-using check::to_doubles;
-using check::Verdict;
-
 namespace {
 
 void expect_matches_reference(const CallSpec& spec, std::uint64_t seed, int threads = 2) {

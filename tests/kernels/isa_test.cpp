@@ -6,16 +6,11 @@
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
 #include "support/call_builder.hpp"
-#include "check/criterion.hpp"
+#include "support/criterion.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 
 namespace fia::test {
-using check::criterion_a;
-using check::lse_match;
-using check::to_doubles;
-using check::Verdict;
-
 namespace {
 
 class PerIsa : public ::testing::TestWithParam<std::string> {

@@ -3,16 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "support/call_builder.hpp"
-#include "check/criterion.hpp"
+#include "support/criterion.hpp"
 #include "support/run_helpers.hpp"
 #include "validate/build_problem.hpp"
 
 namespace fia::test {
-using check::criterion_a;
-using check::lse_match;
-using check::to_doubles;
-using check::Verdict;
-
 namespace {
 
 CallSpec long_rows(std::int64_t q_seq, std::int64_t group) {

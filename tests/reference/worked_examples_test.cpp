@@ -7,15 +7,10 @@
 
 #include "numeric/half.hpp"
 #include "support/call_builder.hpp"
-#include "check/criterion.hpp"
+#include "support/criterion.hpp"
 #include "support/run_helpers.hpp"
 
 namespace fia::test {
-using check::criterion_a;
-using check::lse_match;
-using check::to_doubles;
-using check::Verdict;
-
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
