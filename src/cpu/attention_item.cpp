@@ -486,22 +486,74 @@ HWY_INLINE void panel_product(DF df, const float* a, std::int64_t lda, std::int6
   for (; r < Rp; r += L) row_block_product<1>(df, a + r, lda, b, bc, bx, ncols, depth, out + r, ldo, scale, accumulate);
 }
 
+/// True when band_wide's float arithmetic is exact for batch it.b: indices below 2^23, band
+/// offsets either that small or so large (>= 2^40) that they never bind.
+HWY_INLINE bool band_fits_float(const Problem& p, const WorkItem& it, std::int64_t col_end) {
+  constexpr std::int64_t kSmall = std::int64_t{1} << 23, kHuge = std::int64_t{1} << 40;
+  auto ok = [&](std::int64_t off) { return (off > -kSmall && off < kSmall) || off <= -kHuge || off >= kHuge; };
+  return col_end < kSmall && it.row_end < kSmall && ok(p.band_lo[it.b]) && ok(p.band_hi[it.b]);
+}
+
+/// The band of a wide tile without mask or pse (the causal diagonal, sparse modes 2-4, pre/next
+/// tokens), 16 rows at a time: S = -inf where column j is outside [i + lo, i + hi] of row i.
+/// Row indices and columns are exact in float below 2^24; the band offsets may be far larger.
+HWY_INLINE void band_wide(DF df, const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc, float* st,
+                          std::int64_t ld, std::int64_t Rp) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), R = packed_rows(it);
+  const VF neg_inf = hn::Set(df, kNegInf);
+  auto as_float = [](std::int64_t off) {  // offsets beyond 2^40 act as infinite (band_fits_float)
+    return static_cast<float>(std::clamp<std::int64_t>(off, -(std::int64_t{1} << 40), std::int64_t{1} << 40));
+  };
+  const float lo_off = as_float(p.band_lo[it.b]), hi_off = as_float(p.band_hi[it.b]);
+  HWY_ALIGN float rows[HWY_MAX_BYTES / sizeof(float)];
+  for (std::int64_t r0 = 0; r0 < Rp && r0 < R; r0 += L) {
+    for (std::int64_t k = 0; k < L; ++k) rows[k] = static_cast<float>(it.query_row(std::min(r0 + k, R - 1)));
+    const VF i = hn::Load(df, rows);
+    const VF lo = hn::Add(i, hn::Set(df, lo_off)), hi = hn::Add(i, hn::Set(df, hi_off));
+    for (std::int64_t c = 0; c < nc; ++c) {
+      const VF j = hn::Set(df, static_cast<float>(c0 + c));
+      float* x = st + c * ld + r0;
+      const auto outside = hn::Or(hn::Lt(j, lo), hn::Gt(j, hi));
+      hn::Store(hn::IfThenElse(outside, neg_inf, hn::Load(df, x)), df, x);
+    }
+  }
+}
+
 template <class Src>
 void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                  float* m) {
   const DF df;
   const std::int64_t R = packed_rows(it), Rp = padded_rows(it), kw = p.qk_dim + p.rope_dim;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-  // Q transposed: q[x * Rp + r], padding rows zero.
+  // Q transposed: q[x * Rp + r], padding rows zero. Rows are widened with SIMD into the K tile
+  // buffer first when they fit there.
   std::fill(s.q, s.q + kw * Rp, 0.0f);
-  for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r, Rp);
+  if (R <= tile.cols) {
+    using T = typename Src::T;
+    const std::size_t es = sizeof(T);
+    for (std::int64_t r = 0; r < R; ++r) {
+      const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+      widen_row<Src>(reinterpret_cast<const T*>(element_at(p.query.base, p.query.offset(it.b, n, i), es)), p.qk_dim, s.k + r * kw);
+      if (p.rope_dim > 0)
+        widen_row<Src>(reinterpret_cast<const T*>(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es)), p.rope_dim,
+                       s.k + r * kw + p.qk_dim);
+    }
+    for (std::int64_t x = 0; x < kw; ++x)
+      for (std::int64_t r = 0; r < R; ++r) s.q[x * Rp + r] = s.k[r * kw + x];
+  } else {
+    for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r, Rp);
+  }
   std::fill(m, m + Rp, kNegInf);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     widen_tile<Src>(p, it, c0, nc, true, s.k);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
     panel_product(df, s.q, Rp, Rp, s.k, kw, 1, nc, kw, st, sv.col_stride, p.scale, false);
-    apply_visibility(p, it, sv, c0, nc);
+    if (!p.has_mask && !p.has_pse && band_fits_float(p, it, c0 + nc)) {
+      if (!tile_fully_visible(p, it, c0, nc)) band_wide(df, p, it, c0, nc, st, sv.col_stride, Rp);
+    } else {
+      apply_visibility(p, it, sv, c0, nc);
+    }
     for (std::int64_t r = 0; r < Rp; r += L) {
       VF vm = hn::Load(df, m + r);
       for (std::int64_t c = 0; c < nc; ++c) vm = hn::Max(vm, hn::Load(df, st + c * sv.col_stride + r));
