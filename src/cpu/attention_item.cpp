@@ -107,12 +107,12 @@ constexpr std::int64_t kPrefetchTokens = 8;
 
 /// Tokens per block when an item spans several KV heads: each block's token rows are read for all
 /// heads before the next block, and the next block is prefetched meanwhile.
-constexpr std::int64_t kTokenBlock = 32;
+constexpr std::int64_t kTokenBlock = 8;
 
 /// Prefetches the cache lines of one row of `bytes` bytes.
 HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
   const auto* b = static_cast<const char*>(row);
-  for (std::int64_t o = 0; o < bytes; o += 64) hwy::Prefetch(b + o);
+  for (std::int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(b + o, 0, 2);
 }
 
 /// What a kernel prefetches while it walks tokens t of a sub-run: `bytes` of the token row
@@ -125,18 +125,12 @@ struct Prefetch {
   }
 };
 
-/// out[0..4) = the lane sums of a, b, c, d. On x86 with 256/512-bit vectors, three horizontal
-/// adds serve all four sums; elsewhere one reduction each.
+/// out[0..4) = the lane sums of a, b, c, d. On AVX2 three horizontal adds serve all four sums;
+/// elsewhere one reduction each. (AVX-512 targets use sum16 instead.)
 HWY_INLINE void sum4(DF df, VF a, VF b, VF c, VF d, float* out) {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || HWY_TARGET == HWY_AVX2
-  auto to8 = [](VF v) {
 #if HWY_TARGET == HWY_AVX2
-    return v.raw;
-#else
-    return _mm256_add_ps(_mm512_castps512_ps256(v.raw), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v.raw), 1)));
-#endif
-  };
-  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(to8(a), to8(b)), _mm256_hadd_ps(to8(c), to8(d)));
+  (void)df;
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a.raw, b.raw), _mm256_hadd_ps(c.raw, d.raw));
   _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
 #else
   out[0] = hn::GetLane(hn::SumOfLanes(df, a));
@@ -164,14 +158,14 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
     for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
     return;
   }
-  const std::int64_t span = (kvh - 1) * head_stride * es + row_bytes;  // all heads of one token
   for (std::int64_t t = 0; t < run.count; t += kTokenBlock) {
     const std::int64_t nt = std::min(kTokenBlock, run.count - t);
-    Prefetch pf;
-    if (span <= 8192) pf = {first + t * token_stride * es, token_stride * es, span, kTokenBlock, run.count - t};
     for (std::int64_t rl = 0; rl < nrows; ++rl)
-      for (std::int64_t hk = 0; hk < kvh; ++hk)
-        fn(t, (rl * kvh + hk) * it.heads, run.sub(t, nt, hk, es), rl == 0 && hk == 0 ? pf : Prefetch{});
+      for (std::int64_t hk = 0; hk < kvh; ++hk) {
+        Prefetch pf;
+        if (rl == 0) pf = {first + (t * token_stride + hk * head_stride) * es, token_stride * es, row_bytes, kTokenBlock, run.count - t};
+        fn(t, (rl * kvh + hk) * it.heads, run.sub(t, nt, hk, es), pf);
+      }
   }
 }
 
@@ -219,6 +213,89 @@ HWY_INLINE void dots2(DF df, const float* q, std::int64_t kw, const typename Src
   }
 }
 
+#undef FIA_DOTS4  // this file is compiled once per target
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || HWY_TARGET == HWY_AVX3_SPR
+#define FIA_DOTS4 1
+/// The lane sums of 16 vectors in one vector: lane 4r + j holds the sum of v[4r + j]. A
+/// transposing tree of 15 adds, instead of 16 separate reductions.
+HWY_INLINE VF sum16(const VF* v) {
+  auto fold = [](__m512 a, __m512 b, auto shuffle, int lo, int hi) { return _mm512_add_ps(shuffle(a, b, lo), shuffle(a, b, hi)); };
+  auto quads44 = [](__m512 a, __m512 b, int imm) { return imm == 0x44 ? _mm512_shuffle_f32x4(a, b, 0x44) : _mm512_shuffle_f32x4(a, b, 0xEE); };
+  auto quads88 = [](__m512 a, __m512 b, int imm) { return imm == 0x88 ? _mm512_shuffle_f32x4(a, b, 0x88) : _mm512_shuffle_f32x4(a, b, 0xDD); };
+  auto pairs = [](__m512 a, __m512 b, int imm) { return imm == 0x44 ? _mm512_shuffle_ps(a, b, 0x44) : _mm512_shuffle_ps(a, b, 0xEE); };
+  auto singles = [](__m512 a, __m512 b, int imm) { return imm == 0x88 ? _mm512_shuffle_ps(a, b, 0x88) : _mm512_shuffle_ps(a, b, 0xDD); };
+  __m512 u[4];
+  for (int j = 0; j < 4; ++j) {  // u[j], 128-bit lane r: four partial sums of v[4r + j]
+    const __m512 s01 = fold(v[j].raw, v[4 + j].raw, quads44, 0x44, 0xEE);
+    const __m512 s23 = fold(v[8 + j].raw, v[12 + j].raw, quads44, 0x44, 0xEE);
+    u[j] = fold(s01, s23, quads88, 0x88, 0xDD);
+  }
+  const __m512 w01 = fold(u[0], u[1], pairs, 0x44, 0xEE), w23 = fold(u[2], u[3], pairs, 0x44, 0xEE);
+  return VF{fold(w01, w23, singles, 0x88, 0xDD)};
+}
+
+/// a[4r + j] += q row r times K row k[j] over n elements, for ROWS rows and 4 tokens; the
+/// elements past the last full vector go to tail[4r + j]. Each lane's FMA chain and the sum16 tree
+/// depend only on (row, token), so a token's score is the same bits in any group of 4.
+template <class Src, int ROWS>
+HWY_INLINE void dots4(DF df, const float* q, std::int64_t kw, const typename Src::T* const* k, std::int64_t n, VF* a,
+                      float* tail) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const auto *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3];
+  std::int64_t d = 0;
+  for (; d + L <= n; d += L) {
+    const VF x0 = Src::load(df, k0 + d), x1 = Src::load(df, k1 + d);
+    const VF x2 = Src::load(df, k2 + d), x3 = Src::load(df, k3 + d);
+#define FIA_ROW(r)                                   \
+  if constexpr (ROWS > r) {                          \
+    const VF qv = hn::LoadU(df, q + r * kw + d);     \
+    a[4 * r] = hn::MulAdd(qv, x0, a[4 * r]);         \
+    a[4 * r + 1] = hn::MulAdd(qv, x1, a[4 * r + 1]); \
+    a[4 * r + 2] = hn::MulAdd(qv, x2, a[4 * r + 2]); \
+    a[4 * r + 3] = hn::MulAdd(qv, x3, a[4 * r + 3]); \
+  }
+    FIA_ROW(0) FIA_ROW(1) FIA_ROW(2) FIA_ROW(3)
+#undef FIA_ROW
+  }
+  for (; d < n; ++d)
+    for (int r = 0; r < ROWS; ++r)
+      for (int j = 0; j < 4; ++j) tail[4 * r + j] += q[r * kw + d] * Src::one(k[j] + d);
+}
+
+/// Scores of ROWS rows against tokens t .. t + count of the run (count 1..4), stored at
+/// out[r * os + j] for j < count.
+template <class Src, int ROWS>
+HWY_INLINE void dots4_store(DF df, const Problem& p, const float* q, std::int64_t kw, const KvRun& run, std::int64_t t,
+                            std::int64_t count, float* out, std::int64_t os) {
+  using T = typename Src::T;
+  const T* k[4];
+  const T* kr[4];
+  for (std::int64_t j = 0; j < 4; ++j) {
+    const std::int64_t tj = t + std::min(j, count - 1);
+    k[j] = static_cast<const T*>(run.key) + tj * run.key_stride;
+    kr[j] = static_cast<const T*>(run.key_rope) + tj * run.rope_stride;
+  }
+  VF a[16];
+  for (VF& v : a) v = hn::Zero(df);
+  HWY_ALIGN float tail[16] = {};
+  dots4<Src, ROWS>(df, q, kw, k, p.qk_dim, a, tail);
+  if (p.rope_dim > 0) dots4<Src, ROWS>(df, q + p.qk_dim, kw, kr, p.rope_dim, a, tail);
+  const VF sums = hn::Add(sum16(a), hn::Load(df, tail));
+  if (count == 4) {
+    const __m512 v = sums.raw;
+    _mm_storeu_ps(out, _mm512_castps512_ps128(v));
+    if constexpr (ROWS > 1) _mm_storeu_ps(out + os, _mm512_extractf32x4_ps(v, 1));
+    if constexpr (ROWS > 2) _mm_storeu_ps(out + 2 * os, _mm512_extractf32x4_ps(v, 2));
+    if constexpr (ROWS > 3) _mm_storeu_ps(out + 3 * os, _mm512_extractf32x4_ps(v, 3));
+    return;
+  }
+  HWY_ALIGN float all[16];
+  hn::Store(sums, df, all);
+  for (int r = 0; r < ROWS; ++r)
+    for (std::int64_t j = 0; j < count; ++j) out[r * os + j] = all[4 * r + j];
+}
+#endif
+
 /// Raw dot products (with the rope part) of ROWS rows against the tokens of one run.
 template <class Src, int ROWS>
 void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const KvRun& run, float* out, std::int64_t os,
@@ -226,6 +303,14 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
   using T = typename Src::T;
   const T* k = static_cast<const T*>(run.key);
   const T* kr = static_cast<const T*>(run.key_rope);
+#ifdef FIA_DOTS4
+  (void)k;
+  (void)kr;
+  for (std::int64_t t = 0; t < run.count; t += 4) {
+    for (std::int64_t j = 0; j < 4; ++j) pf.at(t + j);
+    dots4_store<Src, ROWS>(df, p, q, kw, run, t, std::min<std::int64_t>(4, run.count - t), out + t, os);
+  }
+#else
   for (std::int64_t t = 0; t < run.count; t += 2) {
     const std::int64_t t1 = std::min(t + 1, run.count - 1);
     pf.at(t);
@@ -240,6 +325,7 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
       dots2<Src, ROWS>(df, q + p.qk_dim, kw, kr + t * run.rope_stride, kr + t1 * run.rope_stride, p.rope_dim, out + t, os,
                        o1, os1);
   }
+#endif
 }
 
 /// x[0:n) = saturate(x * scale) in place; returns the max.
