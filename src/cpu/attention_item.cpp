@@ -102,14 +102,20 @@ HWY_INLINE float exp_row(DF df, float* x, std::int64_t n, float m, DType t) {
 
 // ---- narrow items (decode): K and V read in place, widened in registers ---------------------
 
-/// How many tokens ahead decode kernels prefetch K and V rows.
+/// How far ahead decode kernels prefetch K and V rows (into L2): strided rows by tokens,
+/// contiguous rows by bytes (measured on Zen 4: 4 KiB ahead made cold D1 and D4 ~10 % faster than
+/// the hardware prefetcher alone, 8 KiB was slower again).
 constexpr std::int64_t kPrefetchTokens = 8;
+constexpr std::int64_t kPrefetchBytes = 4096;
 
 /// Tokens per block when an item spans several KV heads: each block's token rows are read for all
-/// heads before the next block, and the next block is prefetched meanwhile.
+/// heads before the next block, and the next block is prefetched meanwhile. Small blocks keep the
+/// rows of one head (2 KiB apart in a (block, block_size, H) cache, so in few L1 sets) from
+/// evicting each other: 8 tokens ran D2 ~1.5x faster than 32.
 constexpr std::int64_t kTokenBlock = 8;
 
-/// Prefetches the cache lines of one row of `bytes` bytes.
+/// Prefetches the cache lines of one row of `bytes` bytes into L2 (not L1, where strided rows
+/// would evict each other before use).
 HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
   const auto* b = static_cast<const char*>(row);
   for (std::int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(b + o, 0, 2);
@@ -141,10 +147,9 @@ HWY_INLINE void sum4(DF df, VF a, VF b, VF c, VF d, float* out) {
 }
 
 /// Calls fn(first token, first packed row, sub-run, prefetch) for every (query row, KV head) of a
-/// narrow item over one run. Single-head items take the run whole and prefetch their own rows
-/// when these are strided; items spanning several KV heads go block by block of kTokenBlock
-/// tokens, all heads of a block before the next, the first head's pass prefetching the next
-/// block's rows of all heads, one row per token.
+/// narrow item over one run. Single-head items take the run whole, prefetching their rows ahead;
+/// items spanning several KV heads go block by block of kTokenBlock tokens, all heads of a block
+/// before the next, each head's pass prefetching its rows of the next block.
 template <class Fn>
 HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
                                std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems, Fn fn) {
@@ -152,9 +157,10 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
   const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
   const std::int64_t row_bytes = row_elems * es;
   const auto* first = static_cast<const char*>(base);
-  if (kvh == 1) {  // contiguous rows are left to the hardware prefetcher
+  if (kvh == 1) {
     Prefetch pf;
     if (token_stride * es > row_bytes) pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count};
+    else pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, kPrefetchBytes / std::max<std::int64_t>(1, row_bytes)), run.count};
     for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
     return;
   }
