@@ -127,6 +127,7 @@ bool contiguous(const MutableTensorView& v, const std::vector<std::int64_t>& sha
 void fill(MutableTensorView& v, const std::vector<std::int64_t>& shape, double x) {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;
+  if (n == 0) return;
   if (contiguous(v, shape) && x == 0.0) {
     std::memset(v.data, 0, static_cast<std::size_t>(n) * dtype_size(v.dtype));
   } else if (contiguous(v, shape) && v.dtype == DType::F32) {

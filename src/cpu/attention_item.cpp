@@ -279,7 +279,7 @@ HWY_INLINE void dots4_store(DF df, const Problem& p, const float* q, std::int64_
   for (std::int64_t j = 0; j < 4; ++j) {
     const std::int64_t tj = t + std::min(j, count - 1);
     k[j] = static_cast<const T*>(run.key) + tj * run.key_stride;
-    kr[j] = static_cast<const T*>(run.key_rope) + tj * run.rope_stride;
+    kr[j] = p.rope_dim > 0 ? static_cast<const T*>(run.key_rope) + tj * run.rope_stride : nullptr;
   }
   VF a[16];
   for (VF& v : a) v = hn::Zero(df);
