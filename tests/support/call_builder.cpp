@@ -38,6 +38,20 @@ void garbage_tokens(OwnedTensor& t, Layout l, std::int64_t S, std::int64_t N, st
       for (std::int64_t d = 0; d < D; ++d) set_value(t, flat(l, S, N, D, b, s, n, d), kGarbage);
 }
 
+/// In a layout tensor of B batches of S tokens, fills with garbage every token of batch b outside
+/// its window of act[b] tokens, which starts at 0, or after the left padding `padding` of a
+/// sequence of `seq` tokens (FIA-SPEC 15).
+void garbage_outside_windows(OwnedTensor& t, Layout l, std::int64_t B, std::int64_t S, std::int64_t N, std::int64_t D,
+                             const std::vector<std::int64_t>& act, std::int64_t seq,
+                             const std::optional<std::int64_t>& padding) {
+  const std::int64_t pad = std::max<std::int64_t>(padding.value_or(0), 0);
+  for (std::int64_t b = 0; b < B; ++b) {
+    const std::int64_t start = padding ? seq - pad - act[b] : 0;
+    garbage_tokens(t, l, S, N, D, b, 0, std::max<std::int64_t>(start, 0));
+    garbage_tokens(t, l, S, N, D, b, std::min(start + act[b], S), S);
+  }
+}
+
 const OwnedTensor& compressed_mask() {
   static const OwnedTensor m = [] {
     OwnedTensor t(DType::Bool, {2048, 2048});
@@ -133,16 +147,9 @@ TestCall build_call(const CallSpec& s, std::uint64_t seed) {
 
   // Query (and query_rope): rows outside each batch's window are garbage.
   const std::int64_t QS = token ? std::accumulate(act_q.begin(), act_q.end(), std::int64_t{0}) : s.q_seq;
-  const std::int64_t qpad = std::max<std::int64_t>(s.query_padding.value_or(0), 0);
   auto make_query = [&](std::int64_t D) {
     OwnedTensor q = random_tensor(s.dtype, detail::shape_in_layout(l, B, QS, N, D), rng, s.value_range);
-    if (!token) {
-      for (std::int64_t b = 0; b < B; ++b) {
-        const std::int64_t start = s.query_padding ? s.q_seq - qpad - act_q[b] : 0;
-        garbage_tokens(q, l, QS, N, D, b, 0, std::max<std::int64_t>(start, 0));
-        garbage_tokens(q, l, QS, N, D, b, std::min(start + act_q[b], QS), QS);
-      }
-    }
+    if (!token) garbage_outside_windows(q, l, B, QS, N, D, act_q, s.q_seq, s.query_padding);
     return q;
   };
   a.query = call.keep(make_query(QD));
@@ -150,18 +157,11 @@ TestCall build_call(const CallSpec& s, std::uint64_t seed) {
 
   // Key / value / key_rope in the chosen storage.
   std::int64_t kv_width = s.kv_seq;
-  const std::int64_t kvpad = std::max<std::int64_t>(s.kv_padding.value_or(0), 0);
   if (s.storage == KvStorage::kContiguous) {
     const std::int64_t KS = token ? std::accumulate(act_kv.begin(), act_kv.end(), std::int64_t{0}) : s.kv_seq;
     auto make_kv = [&](std::int64_t D) {
       OwnedTensor t = random_tensor(s.dtype, detail::shape_in_layout(l, B, KS, KVN, D), rng, s.value_range);
-      if (!token) {
-        for (std::int64_t b = 0; b < B; ++b) {
-          const std::int64_t start = s.kv_padding ? s.kv_seq - kvpad - act_kv[b] : 0;
-          garbage_tokens(t, l, KS, KVN, D, b, 0, std::max<std::int64_t>(start, 0));
-          garbage_tokens(t, l, KS, KVN, D, b, std::min(start + act_kv[b], KS), KS);
-        }
-      }
+      if (!token) garbage_outside_windows(t, l, B, KS, KVN, D, act_kv, s.kv_seq, s.kv_padding);
       return t;
     };
     a.key = {call.keep(make_kv(QD))};
