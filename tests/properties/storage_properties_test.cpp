@@ -33,6 +33,14 @@ Outputs run_cpu(const FiaArgs& a, const std::string& what) {
   return o;
 }
 
+/// Runs two calls that store the same KV differently; their outputs and LSE must be the same bits.
+void expect_same_bits(const FiaArgs& a, const std::string& a_what, const FiaArgs& b, const std::string& b_what,
+                      const CallSpec& spec) {
+  const Outputs x = run_cpu(a, a_what), y = run_cpu(b, b_what);
+  EXPECT_EQ(x.attention_out.bytes, y.attention_out.bytes) << describe(spec);
+  EXPECT_EQ(x.softmax_lse.bytes, y.softmax_lse.bytes) << describe(spec);
+}
+
 /// A random BNSD call in `storage`, with masks/pse/sink/lse/sparse modes drawn at random.
 CallSpec storage_spec(std::uint64_t seed, KvStorage storage) {
   std::mt19937_64 rng(seed);
@@ -97,9 +105,7 @@ TEST_P(PagedEqualsContiguous, BitIdentical) {
     if (which) flat.args.value = {kept};
     else flat.args.key = {kept};
   }
-  const Outputs x = run_cpu(paged.args, "paged"), y = run_cpu(flat.args, "contiguous");
-  EXPECT_EQ(x.attention_out.bytes, y.attention_out.bytes) << describe(spec);
-  EXPECT_EQ(x.softmax_lse.bytes, y.softmax_lse.bytes) << describe(spec);
+  expect_same_bits(paged.args, "paged", flat.args, "contiguous", spec);
 }
 
 class TensorListEqualsPadded : public ::testing::TestWithParam<int> {};
@@ -126,9 +132,7 @@ TEST_P(TensorListEqualsPadded, BitIdentical) {
     if (which) flat.args.value = {kept};
     else flat.args.key = {kept};
   }
-  const Outputs x = run_cpu(list.args, "list"), y = run_cpu(flat.args, "padded");
-  EXPECT_EQ(x.attention_out.bytes, y.attention_out.bytes) << describe(spec);
-  EXPECT_EQ(x.softmax_lse.bytes, y.softmax_lse.bytes) << describe(spec);
+  expect_same_bits(list.args, "list", flat.args, "padded", spec);
 }
 
 class PrefixEqualsConcatenation : public ::testing::TestWithParam<int> {};
@@ -164,9 +168,7 @@ TEST_P(PrefixEqualsConcatenation, BitIdentical) {
     if (which) cat.args.value = {kept};
     else cat.args.key = {kept};
   }
-  const Outputs x = run_cpu(pre.args, "prefix"), y = run_cpu(cat.args, "concatenated");
-  EXPECT_EQ(x.attention_out.bytes, y.attention_out.bytes) << describe(spec);
-  EXPECT_EQ(x.softmax_lse.bytes, y.softmax_lse.bytes) << describe(spec);
+  expect_same_bits(pre.args, "prefix", cat.args, "concatenated", spec);
 }
 
 class LeftPaddingEqualsUnpadded : public ::testing::TestWithParam<int> {};
