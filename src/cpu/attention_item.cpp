@@ -222,22 +222,28 @@ HWY_INLINE void dots2(DF df, const float* q, std::int64_t kw, const typename Src
 #undef FIA_DOTS4  // this file is compiled once per target
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || HWY_TARGET == HWY_AVX3_SPR
 #define FIA_DOTS4 1
+/// a shuffled by kLo plus a shuffled by kHi, the shuffles picking 128-bit quarters of a and b.
+template <int kLo, int kHi>
+HWY_INLINE __m512 fold_quarters(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, kLo), _mm512_shuffle_f32x4(a, b, kHi));
+}
+
+/// The same with the shuffles picking lanes within each 128-bit quarter.
+template <int kLo, int kHi>
+HWY_INLINE __m512 fold_lanes(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, kLo), _mm512_shuffle_ps(a, b, kHi));
+}
+
 /// The lane sums of 16 vectors in one vector: lane 4r + j holds the sum of v[4r + j]. A
 /// transposing tree of 15 adds, instead of 16 separate reductions.
 HWY_INLINE VF sum16(const VF* v) {
-  auto fold = [](__m512 a, __m512 b, auto shuffle, int lo, int hi) { return _mm512_add_ps(shuffle(a, b, lo), shuffle(a, b, hi)); };
-  auto quads44 = [](__m512 a, __m512 b, int imm) { return imm == 0x44 ? _mm512_shuffle_f32x4(a, b, 0x44) : _mm512_shuffle_f32x4(a, b, 0xEE); };
-  auto quads88 = [](__m512 a, __m512 b, int imm) { return imm == 0x88 ? _mm512_shuffle_f32x4(a, b, 0x88) : _mm512_shuffle_f32x4(a, b, 0xDD); };
-  auto pairs = [](__m512 a, __m512 b, int imm) { return imm == 0x44 ? _mm512_shuffle_ps(a, b, 0x44) : _mm512_shuffle_ps(a, b, 0xEE); };
-  auto singles = [](__m512 a, __m512 b, int imm) { return imm == 0x88 ? _mm512_shuffle_ps(a, b, 0x88) : _mm512_shuffle_ps(a, b, 0xDD); };
   __m512 u[4];
-  for (int j = 0; j < 4; ++j) {  // u[j], 128-bit lane r: four partial sums of v[4r + j]
-    const __m512 s01 = fold(v[j].raw, v[4 + j].raw, quads44, 0x44, 0xEE);
-    const __m512 s23 = fold(v[8 + j].raw, v[12 + j].raw, quads44, 0x44, 0xEE);
-    u[j] = fold(s01, s23, quads88, 0x88, 0xDD);
+  for (int j = 0; j < 4; ++j) {  // u[j], quarter r: four partial sums of v[4r + j]
+    const __m512 s01 = fold_quarters<0x44, 0xEE>(v[j].raw, v[4 + j].raw);
+    const __m512 s23 = fold_quarters<0x44, 0xEE>(v[8 + j].raw, v[12 + j].raw);
+    u[j] = fold_quarters<0x88, 0xDD>(s01, s23);
   }
-  const __m512 w01 = fold(u[0], u[1], pairs, 0x44, 0xEE), w23 = fold(u[2], u[3], pairs, 0x44, 0xEE);
-  return VF{fold(w01, w23, singles, 0x88, 0xDD)};
+  return VF{fold_lanes<0x88, 0xDD>(fold_lanes<0x44, 0xEE>(u[0], u[1]), fold_lanes<0x44, 0xEE>(u[2], u[3]))};
 }
 
 /// a[4r + j] += q row r times K row k[j] over n elements, for ROWS rows and 4 tokens; the
@@ -306,17 +312,15 @@ HWY_INLINE void dots4_store(DF df, const Problem& p, const float* q, std::int64_
 template <class Src, int ROWS>
 void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const KvRun& run, float* out, std::int64_t os,
               const Prefetch& pf) {
-  using T = typename Src::T;
-  const T* k = static_cast<const T*>(run.key);
-  const T* kr = static_cast<const T*>(run.key_rope);
 #ifdef FIA_DOTS4
-  (void)k;
-  (void)kr;
   for (std::int64_t t = 0; t < run.count; t += 4) {
     for (std::int64_t j = 0; j < 4; ++j) pf.at(t + j);
     dots4_store<Src, ROWS>(df, p, q, kw, run, t, std::min<std::int64_t>(4, run.count - t), out + t, os);
   }
 #else
+  using T = typename Src::T;
+  const T* k = static_cast<const T*>(run.key);
+  const T* kr = static_cast<const T*>(run.key_rope);
   for (std::int64_t t = 0; t < run.count; t += 2) {
     const std::int64_t t1 = std::min(t + 1, run.count - 1);
     pf.at(t);
