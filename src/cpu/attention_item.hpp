@@ -43,14 +43,14 @@ struct ScoreView {
   ScoreView at_column(std::int64_t c) const { return {base + c * col_stride, row_stride, col_stride}; }
 };
 
-/// Phase A: scores of the item's columns (masked: -inf) and m[r] = their row max (-inf when the
+/// Phase A (with the plan's kernels): scores of the item's columns (masked: -inf) and m[r] = their row max (-inf when the
 /// row sees nothing). Rows are padded to padded_rows(); padding rows are unspecified.
-void item_scores(const Problem& p, const TileShape& tile, const WorkItem& item, const ItemScratch& s,
+void item_scores(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s,
                  ScoreView scores, float* m);
 
 /// Phase B: l[r] and acc[r * v_dim + d] over the item's columns from the phase-A scores and the
 /// exact row max m (over the whole row). Overwrites the scores with the rounded P.
-void item_accumulate(const Problem& p, const TileShape& tile, const WorkItem& item, const ItemScratch& s,
+void item_accumulate(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s,
                      ScoreView scores, const float* m, float* l, float* acc);
 
 /// Phase C: writes the item's output (and LSE) rows; rows with m = -inf are fully masked and left

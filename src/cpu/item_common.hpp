@@ -18,6 +18,12 @@ inline float saturate(float s) {
   return std::clamp(s, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max());
 }
 
+/// Bytes of `elems` stored K/V elements (int4: two per byte).
+inline std::int64_t kv_row_bytes(const Problem& p, std::int64_t elems) {
+  if (p.kv_format == KvFormat::kInt4) return elems / 2;
+  return elems * static_cast<std::int64_t>(dtype_size(p.kv_dtype));
+}
+
 inline const std::byte* element_at(const void* base, std::int64_t offset, std::size_t es) {
   return static_cast<const std::byte*>(base) + offset * static_cast<std::int64_t>(es);
 }

@@ -39,7 +39,7 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
     return r;
   };
   Scratch s;
-  s.tiles.q = take(R * kw);
+  s.tiles.q = take(R * (kw + 2));  // + 2 floats per row: antiquant terms (cpu/antiquant.hpp)
   s.tiles.k = take(C * kw);
   s.tiles.v = take(C * vd);
   s.tiles.acc_t = take(R * vd);
@@ -125,8 +125,8 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
     parallel_each(p, plan, base, 0, n_items, [&](std::int64_t w, const Scratch& s) {
       const WorkItem& it = plan.items[w];
       const ScoreView sv = score_view(it, s.scores, it.col_end - it.col_begin);
-      item_scores(p, plan.tile, it, s.tiles, sv, s.m);
-      item_accumulate(p, plan.tile, it, s.tiles, sv, s.m, s.l, s.acc);
+      item_scores(p, plan, it, s.tiles, sv, s.m);
+      item_accumulate(p, plan, it, s.tiles, sv, s.m, s.l, s.acc);
       item_finalize(p, it, s.m, s.l, s.acc, dst);
     });
     for (const Wave& wv : plan.waves) {
@@ -135,7 +135,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
         const WorkItem& ch = plan.chunks[w];
         const SplitGroup& g = plan.splits[ch.split];
         const GroupStore st = store_of(p, g, wave);
-        item_scores(p, plan.tile, ch, s.tiles, chunk_scores(g, st, ch, s), st.max(ch.chunk));
+        item_scores(p, plan, ch, s.tiles, chunk_scores(g, st, ch, s), st.max(ch.chunk));
       });
       // Phase B of every chunk, with the exact max over the whole row.
       parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
@@ -143,9 +143,9 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
         const SplitGroup& g = plan.splits[ch.split];
         const GroupStore st = store_of(p, g, wave);
         const ScoreView sv = chunk_scores(g, st, ch, s);
-        if (!g.stored) item_scores(p, plan.tile, ch, s.tiles, sv, s.spare_max);
+        if (!g.stored) item_scores(p, plan, ch, s.tiles, sv, s.spare_max);
         group_max(st, g.chunks, s.m);
-        item_accumulate(p, plan.tile, ch, s.tiles, sv, s.m, st.sum(ch.chunk), st.acc(ch.chunk));
+        item_accumulate(p, plan, ch, s.tiles, sv, s.m, st.sum(ch.chunk), st.acc(ch.chunk));
       });
       // Merge the chunks of each group in chunk order, then normalise.
       parallel_each(p, plan, base, wv.group_begin, wv.group_end, [&](std::int64_t gi, const Scratch& s) {

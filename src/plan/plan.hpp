@@ -79,8 +79,26 @@ struct TileShape {
   std::int64_t cols = 0;  ///< KV columns per tile
 };
 
+struct ItemScratch;
+struct ScoreView;
+
+/// The phase A and B kernels of work items (cpu/attention_item.hpp) for one (query dtype x KV
+/// format) pair on the running instruction set, chosen once when the plan is made; narrow
+/// (decode) or wide (prefill) is then picked per item by its shape.
+struct ItemKernels {
+  using Scores = void (*)(const Problem&, const TileShape&, const WorkItem&, const ItemScratch&, ScoreView, float*);
+  using Accumulate = void (*)(const Problem&, const TileShape&, const WorkItem&, const ItemScratch&, ScoreView,
+                              const float*, float*, float*);
+  Scores narrow_scores = nullptr, wide_scores = nullptr;
+  Accumulate narrow_accumulate = nullptr, wide_accumulate = nullptr;
+};
+
+/// The item kernels for `p` on the best instruction set allowed now (FIA_ISA, force_isa).
+ItemKernels select_item_kernels(const Problem& p);
+
 /// The cpu backend's schedule.
 struct CpuPlan {
+  ItemKernels kernels;
   TileShape tile;
   std::vector<WorkItem> items;   ///< self-contained items (all three phases)
   std::vector<WorkItem> chunks;  ///< chunk items of split groups, grouped by group

@@ -12,7 +12,7 @@ const void* advance(const void* base, std::int64_t elements, std::size_t elem_si
 }  // namespace
 
 KvRun Problem::locate(std::int64_t b, std::int64_t h, std::int64_t j) const {
-  const std::size_t es = dtype_size(dtype);
+  const std::size_t es = dtype_size(kv_dtype);
   for (const KvSegment& seg : segments) {
     const std::int64_t len = seg.length[b];
     if (j >= len) {
@@ -48,6 +48,16 @@ KvRun Problem::locate(std::int64_t b, std::int64_t h, std::int64_t j) const {
     return run;
   }
   return {};
+}
+
+std::int64_t Problem::token_factor_offset(const Antiquant& q, std::int64_t b, std::int64_t h, std::int64_t j) const {
+  if (q.paged) {
+    const KvSegment& own = segments.back();
+    const std::int64_t t = j - prefix_len;
+    const std::int64_t blk = own.block_table[b * own.table_stride + t / own.block_size];
+    return blk * q.block_stride + h * q.head_stride + (t % own.block_size) * q.token_stride;
+  }
+  return b * q.batch_stride + h * q.head_stride + (j + q.column_offset[b]) * q.token_stride;
 }
 
 bool Problem::kv_heads_interleaved() const {

@@ -91,6 +91,37 @@ struct BiasIndex {
   std::int64_t col_stride = 1;
 };
 
+/// How stored K or V elements become real values (FIA-SPEC 12): float elements of
+/// Problem::kv_dtype as they are, or int8 / int4 (eight per int32, lowest nibble first, 12.6)
+/// dequantized as x_real = (x + offset) * scale (12.1, 25.1 #14).
+enum class KvFormat : std::uint8_t { kFloat, kInt8, kInt4 };
+
+/// The antiquant scale and offset of element (b, h, t, d) of K or V (FIA-SPEC 12.3), factored as
+///   scale  = channel_scale[h * D + d] * token_scale(b, h, j)
+///   offset = channel_offset[h * D + d] + token_offset(b, h, j)
+/// where every mode has at most one non-trivial factor of each: per-channel, per-tensor and
+/// per-tensor x per-head modes fill the channel tables (per-tensor values repeated) and have no
+/// token factor; per-token modes (1, 3, 4, 5) leave the channel tables empty (scale 1, offset 0).
+/// j is the logical column on the prefix-inclusive axis of batch b.
+struct Antiquant {
+  std::vector<float> channel_scale;   ///< KV_N * D, or empty (all 1)
+  std::vector<float> channel_offset;  ///< KV_N * D, or empty (all 0)
+
+  bool per_token = false;             ///< token factors present (modes 1, 3, 4, 5)
+  const float* token_scale = nullptr;   ///< F32 elements
+  const float* token_offset = nullptr;  ///< F32 elements, or null (offset 0)
+  /// Element offset of (b, h, column): b * batch_stride + h * head_stride + (column + column_offset[b])
+  /// * token_stride; column_offset folds in KV left padding (25.1 #8). head_stride is 0 for modes
+  /// 1 and 4.
+  std::int64_t batch_stride = 0, head_stride = 0, token_stride = 0;
+  std::vector<std::int64_t> column_offset;  ///< per batch
+  /// Modes 4 and 5: the scales live beside the paged cache, indexed through the own segment's
+  /// block table: block blk = block_table[b][t / block_size], element blk * block_stride +
+  /// h * head_stride + (t % block_size) * token_stride, t = j - prefix_len.
+  bool paged = false;
+  std::int64_t block_stride = 0;
+};
+
 /// The canonical problem (FIA-SPEC 1): for batch b, query head n (KV head n / group),
 /// logical query rows i in [0, act_q[b]) and logical KV columns j in [0, prefix_len + act_kv[b]).
 struct Problem {
@@ -102,7 +133,10 @@ struct Problem {
   std::int64_t qk_dim = 0;        ///< QK_D (without rope)
   std::int64_t rope_dim = 0;      ///< 0 without MLA rope
   std::int64_t v_dim = 0;         ///< V_D
-  DType dtype = DType::F16;       ///< query/key/value element type (F16, BF16, F32)
+  DType dtype = DType::F16;       ///< query element type (F16, BF16, F32); also K/V's when kv_format is kFloat
+  DType kv_dtype = DType::F16;    ///< stored K/V element type: dtype, I8, or I32 (packed int4); strides count these
+  KvFormat kv_format = KvFormat::kFloat;  ///< FIA-SPEC 12
+  Antiquant key_antiquant, value_antiquant;  ///< used when kv_format is not kFloat
 
   // --- lengths (FIA-SPEC 7, 11) ---------------------------------------------------------
   std::vector<std::int64_t> act_q;   ///< computed query rows per batch
@@ -157,6 +191,9 @@ struct Problem {
   }
   /// Locates logical token j (on the prefix-inclusive axis) of batch b, KV head h.
   KvRun locate(std::int64_t b, std::int64_t h, std::int64_t j) const;
+  /// Element offset of the token factors (token_scale / token_offset) of logical column j of
+  /// batch b, KV head h, in a per-token Antiquant (FIA-SPEC 12.3, 25.1 #8).
+  std::int64_t token_factor_offset(const Antiquant& q, std::int64_t b, std::int64_t h, std::int64_t j) const;
   /// True when the KV heads of one token lie closer together than consecutive tokens of one head
   /// (BSH/BSND KV, (block_num, block_size, H) caches): reading all heads of a token is sequential.
   bool kv_heads_interleaved() const;

@@ -30,9 +30,41 @@ double round_to(double x, DType t) {
   }
 }
 
+/// The stored integer of element d of an int8 row, or of a packed int4 row (FIA-SPEC 12.6: eight
+/// two's-complement nibbles per int32, the lowest nibble first).
+double stored_int(const void* row, KvFormat f, std::int64_t d) {
+  if (f == KvFormat::kInt8) return static_cast<const std::int8_t*>(row)[d];
+  const auto word = static_cast<std::uint32_t>(static_cast<const std::int32_t*>(row)[d / 8]);
+  const auto nibble = static_cast<int>((word >> (4 * (d % 8))) & 0xFu);
+  return nibble >= 8 ? nibble - 16 : nibble;
+}
+
+/// Element d (of `dim`) of the K or V row of logical column j, batch b, KV head h, as its real
+/// value: float elements as stored; int8/int4 as (x + offset) * scale (FIA-SPEC 12.1, 12.3).
+double kv_element(const Problem& p, const Antiquant& q, const void* row, std::int64_t dim, std::int64_t b,
+                  std::int64_t h, std::int64_t j, std::int64_t d) {
+  if (p.kv_format == KvFormat::kFloat) return load(row, p.kv_dtype, d);
+  double scale = q.channel_scale.empty() ? 1.0 : q.channel_scale[h * dim + d];
+  double offset = q.channel_offset.empty() ? 0.0 : q.channel_offset[h * dim + d];
+  if (q.per_token) {
+    const std::int64_t o = p.token_factor_offset(q, b, h, j);
+    scale *= q.token_scale[o];
+    if (q.token_offset) offset += q.token_offset[o];
+  }
+  return (stored_int(row, p.kv_format, d) + offset) * scale;
+}
+
 double dot(const void* a, const void* b, DType t, std::int64_t n) {
   double s = 0.0;
   for (std::int64_t d = 0; d < n; ++d) s += load(a, t, d) * load(b, t, d);
+  return s;
+}
+
+/// Q row · K row of logical column j (12.5: the dequantized K replaces K).
+double key_dot(const Problem& p, const void* q, const void* k, std::int64_t b, std::int64_t h, std::int64_t j) {
+  double s = 0.0;
+  for (std::int64_t d = 0; d < p.qk_dim; ++d)
+    s += load(q, p.dtype, d) * kv_element(p, p.key_antiquant, k, p.qk_dim, b, h, j, d);
   return s;
 }
 
@@ -70,7 +102,7 @@ ReferenceResult reference_compute(const Problem& p) {
           const bool in_band = j >= i + p.band_lo[b] && j <= i + p.band_hi[b];
           if (!in_band || (p.has_mask && p.masked(b, i, j))) continue;
           const KvRun kv = p.locate(b, h, j);
-          double score = dot(q, kv.key, t, p.qk_dim);
+          double score = key_dot(p, q, kv.key, b, h, j);
           if (qr) score += dot(qr, kv.key_rope, t, p.rope_dim);  // 15.1
           score *= scale;                                       // step 3
           if (p.has_pse) {                                      // step 4: after scaling
@@ -96,7 +128,8 @@ ReferenceResult reference_compute(const Problem& p) {
           l += e;
           const double pe = round_to(e, t);  // step 7
           const KvRun kv = p.locate(b, h, j);
-          for (std::int64_t d = 0; d < p.v_dim; ++d) acc[d] += pe * load(kv.value, t, d);  // step 8
+          for (std::int64_t d = 0; d < p.v_dim; ++d)  // step 8 (12.5: dequantized V)
+            acc[d] += pe * kv_element(p, p.value_antiquant, kv.value, p.v_dim, b, h, j, d);
         }
         // Section 16: the sink adds exp(sink - m) to the denominator only. Stabilised with
         // m' = max(m, sink), which is mathematically the same.

@@ -13,7 +13,8 @@ struct ReferenceResult {
   std::vector<double> lse;  ///< softmax_lse, row-major in Problem::lse_shape (empty without the flag)
 };
 
-/// Computes attention per FIA-SPEC 5 in float64: scores from exact inputs, scale (as float32)
+/// Computes attention per FIA-SPEC 5 in float64: scores from exact inputs (int8/int4 K and V
+/// dequantized exactly, 12.1), scale (as float32)
 /// then pse, band and mask, softmax with the unnormalised exponentials rounded to the query dtype
 /// (step 7), P·V, the learnable sink in the denominator (16), LSE = m + ln(l) (17); fully masked
 /// and uncomputed rows give 0 and +inf (25.1 #1-2).

@@ -46,13 +46,16 @@ KvTensorRows::Batch kv_batch(const TensorView& t, Layout layout, std::int64_t he
   return r;
 }
 
+/// A K/V head dim in stored elements of kv_dtype: int32 words for packed int4 (FIA-SPEC 12.6).
+std::int64_t stored(const Ctx& c, std::int64_t head_dim) { return head_dim / c.kv_pack(); }
+
 KvSegment prefix_segment(const Ctx& c) {
   const FiaArgs& a = c.a;
   KvSegment s;
   s.length.assign(c.batch, c.prefix_len);
   for (std::int64_t b = 0; b < c.batch; ++b) {
-    s.key.batch.push_back(kv_batch(a.key_shared_prefix, c.layout.in, c.qk_dim, 0, 0, c.dtype));
-    s.value.batch.push_back(kv_batch(a.value_shared_prefix, c.layout.in, c.v_dim, 0, 0, c.dtype));
+    s.key.batch.push_back(kv_batch(a.key_shared_prefix, c.layout.in, stored(c, c.qk_dim), 0, 0, c.kv_dtype));
+    s.value.batch.push_back(kv_batch(a.value_shared_prefix, c.layout.in, stored(c, c.v_dim), 0, 0, c.kv_dtype));
   }
   return s;
 }
@@ -79,8 +82,8 @@ KvSegment own_segment(const Ctx& c) {
         rows->token_stride = t.stride(1);
       }
     };
-    pool(a.key[0], c.qk_dim, &s.key);
-    pool(value, v_dim, &s.value);
+    pool(a.key[0], stored(c, c.qk_dim), &s.key);
+    pool(value, stored(c, v_dim), &s.value);
     if (c.rope) pool(a.key_rope, c.rope_dim, &s.key_rope);
     return s;
   }
@@ -90,8 +93,9 @@ KvSegment own_segment(const Ctx& c) {
     const std::size_t ti = list ? static_cast<std::size_t>(b) : 0;
     const std::int64_t bi = list ? 0 : b;
     const std::int64_t first = (is_token_layout(l) ? c.kv_token_start[b] : 0) + c.kv_start[b];
-    s.key.batch.push_back(kv_batch(a.key[ti], l, c.qk_dim, bi, first, c.dtype));
-    s.value.batch.push_back(kv_batch(c.decode_mla ? a.key[ti] : a.value[ti], l, v_dim, bi, first, c.dtype));
+    s.key.batch.push_back(kv_batch(a.key[ti], l, stored(c, c.qk_dim), bi, first, c.kv_dtype));
+    s.value.batch.push_back(
+        kv_batch(c.decode_mla ? a.key[ti] : a.value[ti], l, stored(c, v_dim), bi, first, c.kv_dtype));
     if (c.rope) s.key_rope.batch.push_back(kv_batch(a.key_rope, l, c.rope_dim, bi, first, c.dtype));
   }
   return s;
@@ -185,6 +189,10 @@ void fill_problem(const Ctx& c, Problem* p) {
   p->rope_dim = c.rope_dim;
   p->v_dim = c.v_dim;
   p->dtype = c.dtype;
+  p->kv_dtype = c.kv_dtype;
+  p->kv_format = c.kv_format;
+  p->key_antiquant = Antiquant{};
+  p->value_antiquant = Antiquant{};
   p->act_q = c.act_q;
   p->q_start = c.q_start;
   p->prefix_len = c.prefix_len;
@@ -194,6 +202,7 @@ void fill_problem(const Ctx& c, Problem* p) {
   p->segments.clear();
   if (c.has_prefix && c.prefix_len > 0) p->segments.push_back(prefix_segment(c));
   p->segments.push_back(own_segment(c));
+  if (c.antiquant()) fill_antiquant(c, p);  // after kv_col_offset
   fill_band(c, p);
   fill_mask(c, p);
   fill_pse(c, p);
@@ -229,8 +238,10 @@ Status build_problem(const FiaArgs& args, bool strict, Problem* out) {
     c.q_token_start.assign(c.batch, 0);
     c.kv_token_start.assign(c.batch, 0);
     if (c.storage == Storage::kTensorList) c.list_seq.assign(c.batch, 0);
+    FIA_RETURN_IF_ERROR(check_antiquant_shapes(c));
   } else {
     FIA_RETURN_IF_ERROR(check_lengths(c));
+    FIA_RETURN_IF_ERROR(check_antiquant_shapes(c));
     FIA_RETURN_IF_ERROR(check_visibility(c));
     FIA_RETURN_IF_ERROR(check_misc(c));
     FIA_RETURN_IF_ERROR(check_hardware(c));

@@ -210,6 +210,7 @@ Status check_hardware(Ctx& c) {
   FIA_RETURN_IF_ERROR(band(c));
   FIA_RETURN_IF_ERROR(features(c));
   FIA_RETURN_IF_ERROR(storage(c));
+  FIA_RETURN_IF_ERROR(check_antiquant_hardware(c));
   return Status::Ok();
 }
 

@@ -195,14 +195,16 @@ Status shared_prefix(Ctx& c) {
   const TensorView& v = a.value_shared_prefix;
   for (const auto* t : {&k, &v}) {
     const char* name = t == &k ? "key_shared_prefix" : "value_shared_prefix";
-    if (t->dtype != c.dtype)
-      return invalid(name, cat("dtype must equal the key/value dtype ", dtype_name(c.dtype), ", got ", dtype_name(t->dtype)));
+    if (t->dtype != c.kv_dtype)
+      return invalid(name, cat("dtype must equal the key/value dtype ", dtype_name(c.kv_dtype), ", got ",
+                               dtype_name(t->dtype)));
     if (static_cast<int>(t->rank()) != layout_rank(l))
       return invalid(name, cat("layout ", layout_name(l), " needs a rank-", layout_rank(l), " prefix, got shape ",
                                shape_str(t->shape)));
   }
   const AxisPos p = axis_positions(l);
-  auto dim = [&](const TensorView& t) { return l == Layout::kBSH ? t.shape[2] : t.shape[p.d]; };
+  // The last axis in logical elements (8 per int32 word for packed int4, FIA-SPEC 2.3).
+  auto dim = [&](const TensorView& t) { return (l == Layout::kBSH ? t.shape[2] : t.shape[p.d]) * c.kv_pack(); };
   const std::int64_t kd = l == Layout::kBSH ? c.num_kv_heads * c.qk_dim : c.qk_dim;
   const std::int64_t vd = l == Layout::kBSH ? c.num_kv_heads * c.v_dim : c.v_dim;
   if (k.shape[p.b] != 1) return invalid("key_shared_prefix", cat("batch must be 1, got shape ", shape_str(k.shape)));

@@ -14,19 +14,21 @@ struct Axes {
 };
 
 /// Reads the axes of `t` in `layout`. For BSH the head count is `heads` and D = H / heads; the
-/// caller has checked the rank. Returns false when H is not a multiple of `heads`.
-bool read_axes(const TensorView& t, Layout layout, std::int64_t heads, Axes* out) {
+/// caller has checked the rank. The last axis holds `pack` logical elements per stored one (8 for
+/// INT32-packed int4 key/value, FIA-SPEC 2.3 / 12.6). Returns false when H is not a multiple of
+/// `heads`.
+bool read_axes(const TensorView& t, Layout layout, std::int64_t heads, Axes* out, std::int64_t pack = 1) {
   const AxisPos p = axis_positions(layout);
   Axes x;
   if (p.b >= 0) x.b = t.shape[p.b];
   x.s = t.shape[p.s];
   if (layout == Layout::kBSH) {
     x.n = heads;
-    if (heads <= 0 || t.shape[2] % heads != 0) return false;
-    x.d = t.shape[2] / heads;
+    if (heads <= 0 || (t.shape[2] * pack) % heads != 0) return false;
+    x.d = t.shape[2] * pack / heads;
   } else {
     x.n = t.shape[p.n];
-    x.d = t.shape[p.d];
+    x.d = t.shape[p.d] * pack;
   }
   *out = x;
   return true;
@@ -90,14 +92,28 @@ Status check_query(Ctx& c) {
 /// Decode MLA (rope and query head dim 512): `value` is ignored and V := K (15.4, 25.1 #11).
 bool value_ignored(const Ctx& c) { return c.a.query_rope.present() && c.qk_dim == 512; }
 
+/// FIA-SPEC 12.6: with packed int4 in a fused H axis ((.., H/8) words) every head must start on an
+/// int32 word, i.e. D must be a multiple of 8.
+Status check_int4_heads(const Ctx& c, const TensorView& k, const TensorView& v, Layout layout) {
+  if (c.kv_format != KvFormat::kInt4 || layout != Layout::kBSH) return Status::Ok();
+  for (const auto* t : {&k, &v}) {
+    const char* name = t == &k ? "key" : "value";
+    if (t->shape[2] % c.num_kv_heads != 0)
+      return invalid(name, cat("INT32-packed INT4 ", name, " with a fused H axis needs a head dim that is a multiple of 8 ",
+                               "(H/8 = ", t->shape[2], " int32 words divisible by num_key_value_heads ", c.num_kv_heads,
+                               "), got shape ", shape_str(t->shape)));
+  }
+  return Status::Ok();
+}
+
 /// Checks one key/value pair (or one tensor of a list, or a paged pool) whose layout is `layout`;
 /// returns its axes (key) and the value head dim.
 Status check_kv_pair(Ctx& c, const TensorView& k, const TensorView& v, Layout layout, Axes* kx,
                      std::int64_t* v_dim) {
   FIA_RETURN_IF_ERROR(check_rank("key", k, layout));
   if (value_ignored(c)) {
-    if (!read_axes(k, layout, c.num_kv_heads, kx))
-      return invalid("key", cat("key hidden size ", k.shape[2], " is not a multiple of num_key_value_heads ",
+    if (!read_axes(k, layout, c.num_kv_heads, kx, c.kv_pack()))
+      return invalid("key", cat("key hidden size ", k.shape[2] * c.kv_pack(), " is not a multiple of num_key_value_heads ",
                                 c.num_kv_heads));
     if (kx->n != c.num_kv_heads)
       return invalid("key", cat("key head count ", kx->n, " != num_key_value_heads ", c.num_kv_heads));
@@ -106,8 +122,8 @@ Status check_kv_pair(Ctx& c, const TensorView& k, const TensorView& v, Layout la
     return Status::Ok();
   }
   FIA_RETURN_IF_ERROR(check_rank("value", v, layout));
-  if (!read_axes(k, layout, c.num_kv_heads, kx))
-    return invalid("key", cat("key hidden size ", k.shape[2], " is not a multiple of num_key_value_heads ",
+  if (!read_axes(k, layout, c.num_kv_heads, kx, c.kv_pack()))
+    return invalid("key", cat("key hidden size ", k.shape[2] * c.kv_pack(), " is not a multiple of num_key_value_heads ",
                               c.num_kv_heads));
   if (kx->n != c.num_kv_heads)
     return invalid("key", cat("key head count ", kx->n, " != num_key_value_heads ", c.num_kv_heads));
@@ -115,15 +131,15 @@ Status check_kv_pair(Ctx& c, const TensorView& k, const TensorView& v, Layout la
     return invalid("value", cat("value shape must match key shape (except the head dim), got key ",
                                 shape_str(k.shape), " and value ", shape_str(v.shape)));
   Axes vx;
-  if (!read_axes(v, layout, c.num_kv_heads, &vx))
-    return invalid("value", cat("value hidden size ", v.shape[2], " is not a multiple of num_key_value_heads ",
+  if (!read_axes(v, layout, c.num_kv_heads, &vx, c.kv_pack()))
+    return invalid("value", cat("value hidden size ", v.shape[2] * c.kv_pack(), " is not a multiple of num_key_value_heads ",
                                 c.num_kv_heads));
   if (kx->d != c.qk_dim)
     return invalid("key", cat("key head dim ", kx->d, " != query head dim ", c.qk_dim));
   if (vx.d < 1 || vx.d > kMaxHeadDim)
     return invalid("value", cat("head dim must be in [1, ", kMaxHeadDim, "], got shape ", shape_str(v.shape)));
   *v_dim = vx.d;
-  return Status::Ok();
+  return check_int4_heads(c, k, v, layout);
 }
 
 Status check_contiguous_kv(Ctx& c) {

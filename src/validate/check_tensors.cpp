@@ -94,26 +94,30 @@ Status check_tensors(Ctx& c) {
                                   dname(a.value[i].dtype), " for tensor ", i));
   }
 
-  // Quantized calls (FIA-SPEC 12-14) are valid requests fia does not compute yet.
+  // Full quantization (FIA-SPEC 13) is a valid request fia does not compute yet.
   if (q == DType::I8) return unsupported("query", "INT8 query (full quantization, FIA-SPEC 13) is not supported yet");
-  if (k == DType::I8 || k == DType::I32)
-    return unsupported("key", cat(dname(k), " key/value (KV antiquantization, FIA-SPEC 12) is not supported yet"));
-  if (k != q)
-    return invalid("key", cat("key and value dtype must equal the query dtype ", dname(q), ", got ", dname(k)));
+  const bool quant_kv = k == DType::I8 || k == DType::I32;
+  if (!quant_kv && k != q)
+    return invalid("key", cat("key and value dtype must equal the query dtype ", dname(q), " (or be INT8/INT32 for ",
+                              "KV antiquantization), got ", dname(k)));
   c.dtype = q;
+  c.kv_dtype = k;
+  c.kv_format = k == DType::I8 ? KvFormat::kInt8 : k == DType::I32 ? KvFormat::kInt4 : KvFormat::kFloat;
 
   // 20.1 #5: quantization parameters in a call that does not use them.
-  const std::pair<const char*, const TensorView*> antiquant[] = {
-      {"antiquant_scale", &a.antiquant_scale},
-      {"antiquant_offset", &a.antiquant_offset},
-      {"key_antiquant_scale", &a.key_antiquant_scale},
-      {"key_antiquant_offset", &a.key_antiquant_offset},
-      {"value_antiquant_scale", &a.value_antiquant_scale},
-      {"value_antiquant_offset", &a.value_antiquant_offset},
-  };
-  for (const auto& [name, view] : antiquant)
-    if (view->present())
-      return invalid(name, cat("only used with INT8/INT4 key and value, got ", dname(k), " key and value"));
+  if (!quant_kv) {
+    const std::pair<const char*, const TensorView*> antiquant[] = {
+        {"antiquant_scale", &a.antiquant_scale},
+        {"antiquant_offset", &a.antiquant_offset},
+        {"key_antiquant_scale", &a.key_antiquant_scale},
+        {"key_antiquant_offset", &a.key_antiquant_offset},
+        {"value_antiquant_scale", &a.value_antiquant_scale},
+        {"value_antiquant_offset", &a.value_antiquant_offset},
+    };
+    for (const auto& [name, view] : antiquant)
+      if (view->present())
+        return invalid(name, cat("only used with INT8/INT4 key and value, got ", dname(k), " key and value"));
+  }
   const std::pair<const char*, const TensorView*> fullquant[] = {
       {"dequant_scale1", &a.dequant_scale1},
       {"quant_scale1", &a.quant_scale1},
@@ -122,6 +126,8 @@ Status check_tensors(Ctx& c) {
   };
   for (const auto& [name, view] : fullquant)
     if (view->present()) return invalid(name, cat("only used with an INT8 query, got ", dname(q), " query"));
+  // FIA-SPEC 12: KV antiquantization parameters (pairing, modes, dtypes; shapes later).
+  if (quant_kv) FIA_RETURN_IF_ERROR(check_antiquant_params(c));
   if (a.quant_offset2.present() && !a.quant_scale2.present())
     return invalid("quant_offset2", "requires quant_scale2, got quant_offset2 alone");
   if (a.quant_scale2.present())

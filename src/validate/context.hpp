@@ -23,7 +23,9 @@ struct Ctx {
   bool strict;
 
   LayoutPair layout;
-  DType dtype = DType::F16;  // query/key/value
+  DType dtype = DType::F16;     // query (and key/value when kv_format is kFloat)
+  DType kv_dtype = DType::F16;  // stored key/value element: dtype, I8, or I32 (packed int4, 12.6)
+  KvFormat kv_format = KvFormat::kFloat;
   Storage storage = Storage::kContiguous;
 
   std::int64_t batch = 0;     // B
@@ -44,6 +46,23 @@ struct Ctx {
   bool has_prefix = false;
   bool q_padding = false, kv_padding = false;  // padding tensors present
   bool has_mask = false, has_pse = false, has_sink = false;
+
+  /// The antiquant parameters in use (FIA-SPEC 12.2), index 0 key, 1 value. Combined parameters
+  /// (antiquant_scale/antiquant_offset) point both sides at one tensor whose leading axis (size 2)
+  /// selects the side; split parameters win when both kinds are given.
+  struct Antiquant {
+    bool split = false;
+    std::int64_t mode[2] = {0, 0};
+    const TensorView* scale[2] = {nullptr, nullptr};
+    const TensorView* offset[2] = {nullptr, nullptr};  // null without an offset
+    const char* scale_name[2] = {"", ""};
+    const char* offset_name[2] = {"", ""};
+    const char* mode_name[2] = {"", ""};
+  } aq;
+
+  /// Logical elements per stored element of the last key/value axis: 8 for packed int4 (12.6).
+  std::int64_t kv_pack() const { return kv_format == KvFormat::kInt4 ? 8 : 1; }
+  bool antiquant() const { return kv_format != KvFormat::kFloat; }
 
   /// KV_S as FIA uses it for mask/pse widths: contiguous KV_S, max S_b, or max_blocks*block_size.
   std::int64_t kv_width() const;
@@ -78,6 +97,12 @@ Status check_lengths(Ctx& c);     // actual lengths, TND, padding, prefix (20.3,
 Status check_visibility(Ctx& c);  // sparse mode, mask, band, pse (20.4-5)
 Status check_misc(Ctx& c);        // sink, LSE, inner_precise (20.12)
 Status check_hardware(Ctx& c);    // Ascend hardware limits, strict mode only (25.2)
+
+// KV antiquantization (FIA-SPEC 12, 20.10), in check_antiquant.cpp and antiquant_hardware.cpp.
+Status check_antiquant_params(Ctx& c);          // presence, pairing, modes, dtypes (from check_tensors)
+Status check_antiquant_shapes(Ctx& c);          // per-mode shapes against sizes and lengths
+Status check_antiquant_hardware(const Ctx& c);  // Ascend-only restrictions (12.4), strict mode only
+void fill_antiquant(const Ctx& c, Problem* p);   // Problem::key_antiquant / value_antiquant
 
 /// Fills the Problem from a context that passed every check.
 void fill_problem(const Ctx& c, Problem* p);

@@ -1,0 +1,374 @@
+// Narrow items (decode): K and V rows read in place and widened (or dequantized) in registers.
+// Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets foreach_target
+// re-include it once per target).
+#if defined(FIA_CPU_DECODE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_DECODE_INL_H_
+#undef FIA_CPU_DECODE_INL_H_
+#else
+#define FIA_CPU_DECODE_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// ---- narrow items (decode): K and V read in place, widened in registers ---------------------
+
+/// How far ahead decode kernels prefetch K and V rows (into L2): strided rows by tokens,
+/// contiguous rows by bytes (measured on Zen 4: 4 KiB ahead made cold D1 and D4 ~10 % faster than
+/// the hardware prefetcher alone, 8 KiB was slower again).
+constexpr std::int64_t kPrefetchTokens = 8;
+constexpr std::int64_t kPrefetchBytes = 4096;
+
+/// Tokens per block when an item spans several KV heads: each block's token rows are read for all
+/// heads before the next block, and the next block is prefetched meanwhile. Small blocks keep the
+/// rows of one head (2 KiB apart in a (block, block_size, H) cache, so in few L1 sets) from
+/// evicting each other: 8 tokens ran D2 ~1.5x faster than 32.
+constexpr std::int64_t kTokenBlock = 8;
+
+/// Prefetches the cache lines of one row of `bytes` bytes into L2 (not L1, where strided rows
+/// would evict each other before use).
+HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
+  const auto* b = static_cast<const char*>(row);
+  for (std::int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(b + o, 0, 2);
+}
+
+/// What a kernel prefetches while it walks tokens t of a sub-run: `bytes` of the token row
+/// `distance` tokens ahead (base + (t + distance) * stride), while t + distance < limit.
+struct Prefetch {
+  const char* base = nullptr;
+  std::int64_t stride = 0, bytes = 0, distance = 0, limit = 0;
+  HWY_INLINE void at(std::int64_t t) const {
+    if (bytes > 0 && t + distance < limit) prefetch_row(base + (t + distance) * stride, bytes);
+  }
+};
+
+/// Calls fn(first token, first packed row, sub-run, prefetch) for every (query row, KV head) of a
+/// narrow item over one run. Single-head items take the run whole, prefetching their rows ahead;
+/// items spanning several KV heads go block by block of kTokenBlock tokens, all heads of a block
+/// before the next, each head's pass prefetching its rows of the next block.
+template <class Fn>
+HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
+                               std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems, Fn fn) {
+  const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
+  const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
+  const std::int64_t row_bytes = kv_row_bytes(p, row_elems);
+  const auto* first = static_cast<const char*>(base);
+  if (kvh == 1) {
+    Prefetch pf;
+    if (token_stride * es > row_bytes) pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count};
+    else pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, kPrefetchBytes / std::max<std::int64_t>(1, row_bytes)), run.count};
+    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
+    return;
+  }
+  for (std::int64_t t = 0; t < run.count; t += kTokenBlock) {
+    const std::int64_t nt = std::min(kTokenBlock, run.count - t);
+    for (std::int64_t rl = 0; rl < nrows; ++rl)
+      for (std::int64_t hk = 0; hk < kvh; ++hk) {
+        Prefetch pf;
+        if (rl == 0) pf = {first + (t * token_stride + hk * head_stride) * es, token_stride * es, row_bytes, kTokenBlock, run.count - t};
+        fn(t, (rl * kvh + hk) * it.heads, run.sub(t, nt, hk, es), pf);
+      }
+  }
+}
+
+/// The element source the decode products read: int4 rows are first unpacked to int8 rows.
+template <class Src>
+struct DotSrc {
+  using type = Src;
+};
+template <>
+struct DotSrc<I4Src> {
+  using type = I8Src;
+};
+
+/// Packed int4 bytes unpacked per block of tokens: the int8 rows of a block stay in L1.
+constexpr std::int64_t kUnpackBytes = 8192;
+
+/// Calls fn(t0, rows, prefetch) over `sub` (token rows of K when `keys`, else V) as the decode
+/// products read it: the run itself, or for int4 blocks of its tokens unpacked to int8 rows in a
+/// per-thread buffer (fn's tokens t0 .. t0 + rows.count), prefetching the packed rows meanwhile.
+/// Unpacking a row once serves every query row of the group and costs a few byte operations per
+/// vector, instead of per-lane nibble shifts in every product.
+template <class Src, class Fn>
+HWY_INLINE void for_each_row_block(const Problem& p, const KvRun& sub, bool keys, const Prefetch& pf, Fn fn) {
+  if constexpr (!std::is_same_v<Src, I4Src>) {
+    (void)p, (void)keys;
+    fn(0, sub, pf);
+  } else {
+    static thread_local std::vector<std::int8_t> buffer;
+    const std::int64_t dim = keys ? p.qk_dim : p.v_dim;
+    const std::int64_t block = std::clamp<std::int64_t>(kUnpackBytes / dim, 1, 64);
+    if (buffer.size() < static_cast<std::size_t>(block * dim)) buffer.resize(static_cast<std::size_t>(block * dim));
+    const auto* packed = static_cast<const std::int32_t*>(keys ? sub.key : sub.value);
+    const std::int64_t stride = keys ? sub.key_stride : sub.value_stride;
+    for (std::int64_t t0 = 0; t0 < sub.count; t0 += block) {
+      const std::int64_t n = std::min(block, sub.count - t0);
+      for (std::int64_t t = 0; t < n; ++t) {
+        pf.at(t0 + t);
+        unpack_int4_row(packed + (t0 + t) * stride, dim, buffer.data() + t * dim);
+      }
+      KvRun rows = sub;
+      rows.count = n;
+      if (keys) {
+        rows.key = buffer.data();
+        rows.key_stride = dim;
+      } else {
+        rows.value = buffer.data();
+        rows.value_stride = dim;
+      }
+      fn(t0, rows, Prefetch{});
+    }
+  }
+}
+
+/// Dot products of ROWS query rows (stride kw) with two K rows k0, k1 over n elements, added to
+/// out0[r * os0] / out1[r * os1]. k1 may repeat k0 (its result is then ignored by the caller).
+template <class Src, int ROWS>
+HWY_INLINE void dots2(DF df, const float* q, std::int64_t kw, const typename Src::T* k0, const typename Src::T* k1,
+                      std::int64_t n, float* out0, std::int64_t os0, float* out1, std::int64_t os1) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+  VF b0 = hn::Zero(df), b1 = hn::Zero(df), b2 = hn::Zero(df), b3 = hn::Zero(df);
+  std::int64_t d = 0;
+  for (; d + L <= n; d += L) {
+    const VF x0 = Src::load(df, k0, d), x1 = Src::load(df, k1, d);
+    VF qv = hn::LoadU(df, q + d);
+    a0 = hn::MulAdd(qv, x0, a0);
+    b0 = hn::MulAdd(qv, x1, b0);
+    if constexpr (ROWS > 1) {
+      qv = hn::LoadU(df, q + kw + d);
+      a1 = hn::MulAdd(qv, x0, a1);
+      b1 = hn::MulAdd(qv, x1, b1);
+    }
+    if constexpr (ROWS > 2) {
+      qv = hn::LoadU(df, q + 2 * kw + d);
+      a2 = hn::MulAdd(qv, x0, a2);
+      b2 = hn::MulAdd(qv, x1, b2);
+    }
+    if constexpr (ROWS > 3) {
+      qv = hn::LoadU(df, q + 3 * kw + d);
+      a3 = hn::MulAdd(qv, x0, a3);
+      b3 = hn::MulAdd(qv, x1, b3);
+    }
+  }
+  float sa[4], sb[4];
+  sum4(df, a0, a1, a2, a3, sa);
+  sum4(df, b0, b1, b2, b3, sb);
+  for (int r = 0; r < ROWS; ++r) {
+    float s0 = sa[r], s1 = sb[r];
+    for (std::int64_t e = d; e < n; ++e) {
+      s0 += q[r * kw + e] * Src::one(k0, e);
+      s1 += q[r * kw + e] * Src::one(k1, e);
+    }
+    out0[r * os0] += s0;
+    out1[r * os1] += s1;
+  }
+}
+
+/// Raw dot products (with the rope part) of ROWS rows against the tokens of one run.
+template <class Src, int ROWS>
+void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const KvRun& run, float* out, std::int64_t os,
+              const Prefetch& pf) {
+#ifdef FIA_DOTS4
+  for (std::int64_t t = 0; t < run.count; t += 4) {
+    for (std::int64_t j = 0; j < 4; ++j) pf.at(t + j);
+    dots4_store<Src, ROWS>(df, p, q, kw, run, t, std::min<std::int64_t>(4, run.count - t), out + t, os);
+  }
+#else
+  using T = typename Src::T;
+  const T* k = static_cast<const T*>(run.key);
+  const T* kr = static_cast<const T*>(run.key_rope);
+  for (std::int64_t t = 0; t < run.count; t += 2) {
+    const std::int64_t t1 = std::min(t + 1, run.count - 1);
+    pf.at(t);
+    pf.at(t + 1);
+    float sink[4];  // the second result of a lone last token lands here
+    float* o1 = t + 1 < run.count ? out + t + 1 : sink;
+    const std::int64_t os1 = t + 1 < run.count ? os : 1;
+    for (int r = 0; r < ROWS; ++r) out[r * os + t] = 0.0f;
+    for (int r = 0; r < ROWS; ++r) o1[r * os1] = 0.0f;
+    dots2<Src, ROWS>(df, q, kw, k + t * run.key_stride, k + t1 * run.key_stride, p.qk_dim, out + t, os, o1, os1);
+    if (p.rope_dim > 0)
+      dots2<Src, ROWS>(df, q + p.qk_dim, kw, kr + t * run.rope_stride, kr + t1 * run.rope_stride, p.rope_dim, out + t, os,
+                       o1, os1);
+  }
+#endif
+}
+
+/// x[0:n) = saturate(x * scale) in place; returns the max.
+HWY_INLINE float scale_row(DF df, float* x, std::int64_t n, float scale) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const VF vs = hn::Set(df, scale);
+  const VF lo = hn::Set(df, -std::numeric_limits<float>::max()), hi = hn::Set(df, std::numeric_limits<float>::max());
+  VF vm = hn::Set(df, kNegInf);
+  std::int64_t c = 0;
+  for (; c + L <= n; c += L) {
+    const VF v = hn::Min(hn::Max(hn::Mul(hn::LoadU(df, x + c), vs), lo), hi);
+    vm = hn::Max(vm, v);
+    hn::StoreU(v, df, x + c);
+  }
+  float m = hn::GetLane(hn::MaxOfLanes(df, vm));
+  for (; c < n; ++c) {
+    x[c] = saturate(x[c] * scale);
+    m = std::max(m, x[c]);
+  }
+  return m;
+}
+
+template <class Src>
+void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
+                   float* m) {
+  using Dot = typename DotSrc<Src>::type;
+  const DF df;
+  const std::int64_t R = packed_rows(it), kw = p.qk_dim + p.rope_dim;
+  for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r * kw, 1);
+  // Antiquant K (cpu/antiquant.hpp): the channel scale folded into Q, per-row terms a and b.
+  const bool antiquant = p.kv_format != KvFormat::kFloat, terms = antiquant && key_needs_terms(p);
+  float* a = s.q + R * kw;
+  float* b = a + R;
+  if (antiquant) fold_key_scale(p, it, s.q, kw, a, b);
+  std::fill(m, m + R, kNegInf);
+  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
+    const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+    float* tile_scores = sv.base + (c0 - it.col_begin);
+    for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
+      for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim,
+                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
+                       for_each_row_block<Src>(p, sub, true, prefetch, [&](std::int64_t t0, const KvRun& rows,
+                                                                           const Prefetch& block_pf) {
+                         for (std::int64_t g0 = 0; g0 < it.heads; g0 += 4) {
+                           const float* q = s.q + (base_r + g0) * kw;
+                           float* out = tile_scores + (base_r + g0) * sv.row_stride + c + t + t0;
+                           const Prefetch pf = g0 == 0 ? block_pf : Prefetch{};
+                           switch (std::min<std::int64_t>(4, it.heads - g0)) {
+                             case 1: run_dots<Dot, 1>(df, p, q, kw, rows, out, sv.row_stride, pf); break;
+                             case 2: run_dots<Dot, 2>(df, p, q, kw, rows, out, sv.row_stride, pf); break;
+                             case 3: run_dots<Dot, 3>(df, p, q, kw, rows, out, sv.row_stride, pf); break;
+                             default: run_dots<Dot, 4>(df, p, q, kw, rows, out, sv.row_stride, pf); break;
+                           }
+                         }
+                       });
+                     });
+      if (terms) finish_key_scores(p, it, c0 + c, run.count, tile_scores + c, sv.row_stride, a, b);
+    });
+    const bool plain = tile_fully_visible(p, it, c0, nc) && !p.has_pse;
+    for (std::int64_t r = 0; r < R; ++r) {
+      const float tm = scale_row(df, tile_scores + r * sv.row_stride, nc, p.scale);
+      if (plain) m[r] = std::max(m[r], tm);
+    }
+    if (plain) continue;
+    apply_visibility(p, it, sv, c0, nc);
+    for (std::int64_t r = 0; r < R; ++r) {
+      const float* row = tile_scores + r * sv.row_stride;
+      m[r] = std::max(m[r], *std::max_element(row, row + nc));
+    }
+  }
+}
+
+/// acc[r][d0 : d0 + NV*L) += sum over the run's tokens of p[r][t] * V[t][d0 : ...], for ROWS rows;
+/// the accumulators stay in registers over the whole run.
+template <class Src, int ROWS, int NV>
+HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t ps, std::int64_t d0, float* acc,
+                         std::int64_t vd, const Prefetch& pf) {
+  using T = typename Src::T;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const T* v = static_cast<const T*>(run.value);
+#define FIA_ACC_LOAD(r, n) VF c##r##n = (ROWS > r && NV > n) ? hn::LoadU(df, acc + r * vd + d0 + n * L) : hn::Zero(df);
+  FIA_ACC_LOAD(0, 0) FIA_ACC_LOAD(0, 1) FIA_ACC_LOAD(0, 2) FIA_ACC_LOAD(0, 3)
+  FIA_ACC_LOAD(1, 0) FIA_ACC_LOAD(1, 1) FIA_ACC_LOAD(1, 2) FIA_ACC_LOAD(1, 3)
+  FIA_ACC_LOAD(2, 0) FIA_ACC_LOAD(2, 1) FIA_ACC_LOAD(2, 2) FIA_ACC_LOAD(2, 3)
+  FIA_ACC_LOAD(3, 0) FIA_ACC_LOAD(3, 1) FIA_ACC_LOAD(3, 2) FIA_ACC_LOAD(3, 3)
+#undef FIA_ACC_LOAD
+  for (std::int64_t t = 0; t < run.count; ++t) {
+    const T* vt = v + t * run.value_stride;
+    pf.at(t);
+    const VF v0 = Src::load(df, vt, d0);
+    const VF v1 = NV > 1 ? Src::load(df, vt, d0 + L) : v0;
+    const VF v2 = NV > 2 ? Src::load(df, vt, d0 + 2 * L) : v0;
+    const VF v3 = NV > 3 ? Src::load(df, vt, d0 + 3 * L) : v0;
+#define FIA_ROW(r)                                        \
+  if constexpr (ROWS > r) {                               \
+    const VF w = hn::Set(df, pr[r * ps + t]);             \
+    c##r##0 = hn::MulAdd(w, v0, c##r##0);                 \
+    if constexpr (NV > 1) c##r##1 = hn::MulAdd(w, v1, c##r##1); \
+    if constexpr (NV > 2) c##r##2 = hn::MulAdd(w, v2, c##r##2); \
+    if constexpr (NV > 3) c##r##3 = hn::MulAdd(w, v3, c##r##3); \
+  }
+    FIA_ROW(0) FIA_ROW(1) FIA_ROW(2) FIA_ROW(3)
+#undef FIA_ROW
+  }
+#define FIA_ACC_STORE(r, n) \
+  if constexpr (ROWS > r && NV > n) hn::StoreU(c##r##n, df, acc + r * vd + d0 + n * L);
+  FIA_ACC_STORE(0, 0) FIA_ACC_STORE(0, 1) FIA_ACC_STORE(0, 2) FIA_ACC_STORE(0, 3)
+  FIA_ACC_STORE(1, 0) FIA_ACC_STORE(1, 1) FIA_ACC_STORE(1, 2) FIA_ACC_STORE(1, 3)
+  FIA_ACC_STORE(2, 0) FIA_ACC_STORE(2, 1) FIA_ACC_STORE(2, 2) FIA_ACC_STORE(2, 3)
+  FIA_ACC_STORE(3, 0) FIA_ACC_STORE(3, 1) FIA_ACC_STORE(3, 2) FIA_ACC_STORE(3, 3)
+#undef FIA_ACC_STORE
+}
+
+/// acc[r][:] += p[r][t] * V[t][:] over one run, for up to 4 rows: vector blocks of up to
+/// kBlockVectors, then a scalar tail.
+template <class Src, int ROWS>
+void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int64_t ps, float* acc, const Prefetch& pf) {
+  constexpr int kBlockVectors = HWY_MAX_BYTES >= 64 ? 4 : 2;  // 4 x 4 accumulators on AVX-512
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
+  std::int64_t d0 = 0;
+  for (; d0 + kBlockVectors * L <= vd; d0 += kBlockVectors * L)
+    run_axpy<Src, ROWS, kBlockVectors>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
+  for (; d0 + L <= vd; d0 += L) run_axpy<Src, ROWS, 1>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
+  const auto* v = static_cast<const typename Src::T*>(run.value);
+  for (std::int64_t d = d0; d < vd; ++d)
+    for (std::int64_t t = 0; t < run.count; ++t)
+      for (int r = 0; r < ROWS; ++r) acc[r * vd + d] += pr[r * ps + t] * Src::one(v + t * run.value_stride, d);
+}
+
+template <class Src>
+void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
+                       const float* m, float* l, float* acc) {
+  using Dot = typename DotSrc<Src>::type;
+  const DF df;
+  const std::int64_t R = packed_rows(it), vd = p.v_dim;
+  std::fill(l, l + R, 0.0f);
+  std::fill(acc, acc + R * vd, 0.0f);
+  // Antiquant V (cpu/antiquant.hpp): P is scaled by the token scales, sums of P' kept per row.
+  const bool antiquant = p.kv_format != KvFormat::kFloat, sums = antiquant && value_needs_sums(p);
+  float* sum_p = s.q;
+  float* sum_po = s.q + R;
+  if (sums) std::fill(s.q, s.q + 2 * R, 0.0f);
+  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
+    const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+    float* tile_p = sv.base + (c0 - it.col_begin);
+    for (std::int64_t r = 0; r < R; ++r) {
+      float* row = tile_p + r * sv.row_stride;
+      if (m[r] == kNegInf) std::fill(row, row + nc, 0.0f);
+      else l[r] += exp_row(df, row, nc, m[r], p.dtype);
+    }
+    for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
+      if (sums) scale_p_for_values(p, it, c0 + c, run.count, tile_p + c, sv.row_stride, sum_p, sum_po);
+      for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd,
+                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
+                       for_each_row_block<Src>(p, sub, false, prefetch, [&](std::int64_t t0, const KvRun& rows,
+                                                                            const Prefetch& block_pf) {
+                         for (std::int64_t g0 = 0; g0 < it.heads; g0 += 4) {
+                           const float* pr = tile_p + (base_r + g0) * sv.row_stride + c + t + t0;
+                           float* a = acc + (base_r + g0) * vd;
+                           const Prefetch pf = g0 == 0 ? block_pf : Prefetch{};
+                           switch (std::min<std::int64_t>(4, it.heads - g0)) {
+                             case 1: run_pv<Dot, 1>(df, p, rows, pr, sv.row_stride, a, pf); break;
+                             case 2: run_pv<Dot, 2>(df, p, rows, pr, sv.row_stride, a, pf); break;
+                             case 3: run_pv<Dot, 3>(df, p, rows, pr, sv.row_stride, a, pf); break;
+                             default: run_pv<Dot, 4>(df, p, rows, pr, sv.row_stride, a, pf); break;
+                           }
+                         }
+                       });
+                     });
+    });
+  }
+  if (antiquant) finish_values(p, it, acc, sum_p, sum_po);
+}
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FIA_CPU_DECODE_INL_H_

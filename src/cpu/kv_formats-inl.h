@@ -1,0 +1,141 @@
+// KV element formats: widening loads of fp16/bf16/f32 rows and int8/int4 antiquant rows (FIA-SPEC 12).
+// Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets foreach_target
+// re-include it once per target).
+#if defined(FIA_CPU_KV_FORMATS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_KV_FORMATS_INL_H_
+#undef FIA_CPU_KV_FORMATS_INL_H_
+#else
+#define FIA_CPU_KV_FORMATS_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// ---- element sources: element d of a stored row as f32, one or a vector of lanes at a time ------
+// A source has the stored element type T (rows are T pointers; strides count T elements) and
+//   one(row, d):      element d as float;
+//   load(df, row, d): elements [d, d + Lanes) as floats, d a multiple of Lanes.
+// Integer sources give the stored integers; antiquant scales and offsets are applied around them
+// (cpu/antiquant.hpp in decode, dequant_row in prefill).
+
+struct F16Src {
+  using T = hwy::float16_t;
+  static float one(const T* row, std::int64_t d) { return f16_to_f32(reinterpret_cast<const std::uint16_t*>(row)[d]); }
+  static VF load(DF df, const T* row, std::int64_t d) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), row + d)); }
+};
+struct BF16Src {
+  using T = hwy::bfloat16_t;
+  static float one(const T* row, std::int64_t d) { return bf16_to_f32(reinterpret_cast<const std::uint16_t*>(row)[d]); }
+  static VF load(DF df, const T* row, std::int64_t d) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), row + d)); }
+};
+struct F32Src {
+  using T = float;
+  static float one(const T* row, std::int64_t d) { return row[d]; }
+  static VF load(DF df, const T* row, std::int64_t d) { return hn::LoadU(df, row + d); }
+};
+
+/// int8 K/V: sign-extended in registers.
+struct I8Src {
+  using T = std::int8_t;
+  static float one(const T* row, std::int64_t d) { return row[d]; }
+  static VF load(DF df, const T* row, std::int64_t d) {
+    const hn::Rebind<std::int32_t, DF> di;
+    return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(hn::Rebind<std::int8_t, DF>(), row + d)));
+  }
+};
+
+/// int4 K/V packed eight to an int32, lowest nibble first (FIA-SPEC 12.6): element d is nibble
+/// d % 8 of word d / 8, two's complement.
+struct I4Src {
+  using T = std::int32_t;
+  static float one(const T* row, std::int64_t d) {
+    const auto w = static_cast<std::uint32_t>(row[d / 8]);
+    const auto x = static_cast<std::int32_t>((w >> (4 * (d % 8))) & 0xFu);
+    return static_cast<float>(x >= 8 ? x - 16 : x);
+  }
+  /// Lanes / 2 bytes hold the lanes' nibbles (byte k: elements 2k, low nibble, and 2k + 1). Each
+  /// byte goes to two 32-bit lanes, shifted so that its nibble is on top, then shifted down with
+  /// sign extension. Vectors of 4, 8 or 16 floats; other widths take the scalar path.
+  template <class D>
+  static hn::Vec<D> load(D df, const T* row, std::int64_t d) {
+#if HWY_TARGET != HWY_SCALAR && !HWY_HAVE_SCALABLE
+    constexpr std::size_t kLanes = hn::MaxLanes(D());
+    if constexpr (kLanes == 4 || kLanes == 8 || kLanes == 16) {
+      const auto* bytes = reinterpret_cast<const std::uint8_t*>(row) + d / 2;
+      std::uint64_t w = 0;
+      std::memcpy(&w, bytes, kLanes / 2);
+      const hn::Full128<std::uint8_t> d8;
+      const auto v = hn::BitCast(d8, hn::Set(hn::Full128<std::uint64_t>(), w));
+      const auto pairs = hn::InterleaveLower(v, v);  // b0 b0 b1 b1 ...
+      const hn::RebindToUnsigned<D> du;
+      const hn::Rebind<std::uint8_t, D> dbytes;
+      hn::Vec<decltype(dbytes)> lanes;
+      if constexpr (kLanes == 16) lanes = pairs;
+      else if constexpr (kLanes == 8) lanes = hn::LowerHalf(pairs);
+      else lanes = hn::LowerHalf(hn::LowerHalf(pairs));
+      const auto x = hn::PromoteTo(du, lanes);
+      const auto shifts = hn::OddEven(hn::Set(du, 24u), hn::Set(du, 28u));  // odd lanes: high nibble
+      const hn::RebindToSigned<D> di;
+      return hn::ConvertTo(df, hn::ShiftRight<28>(hn::BitCast(di, hn::Shl(x, shifts))));
+    }
+#endif
+    HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
+    for (std::size_t k = 0; k < hn::Lanes(df); ++k) tmp[k] = one(row, d + static_cast<std::int64_t>(k));
+    return hn::Load(df, tmp);
+  }
+};
+
+/// int4 row -> int8 row: out[0:n) = the n (even) nibbles of `row`, sign-extended (FIA-SPEC 12.6).
+/// Whole vectors of bytes at a time: low and high nibbles split, sign-extended with (x ^ 8) - 8,
+/// stored interleaved (byte k holds elements 2k and 2k + 1).
+HWY_INLINE void unpack_int4_row(const std::int32_t* row, std::int64_t n, std::int8_t* out) {
+  const hn::ScalableTag<std::uint8_t> du8;
+  const hn::ScalableTag<std::int8_t> di8;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(du8));
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(row);
+  const auto low = hn::Set(du8, 0x0F);
+  const auto eight = hn::Set(di8, 8);
+  std::int64_t k = 0;
+  for (; k + L <= n / 2; k += L) {
+    const auto v = hn::LoadU(du8, bytes + k);
+    const auto lo = hn::Sub(hn::BitCast(di8, hn::Xor(hn::And(v, low), hn::BitCast(du8, eight))), eight);
+    const auto hi = hn::Sub(hn::BitCast(di8, hn::Xor(hn::ShiftRight<4>(v), hn::BitCast(du8, eight))), eight);
+    hn::StoreInterleaved2(lo, hi, di8, out + 2 * k);
+  }
+  for (std::int64_t d = 2 * k; d < n; ++d) out[d] = static_cast<std::int8_t>(I4Src::one(row, d));
+}
+
+/// dst[0:n) = float(row[0:n)).
+template <class Src>
+HWY_INLINE void widen_row(const typename Src::T* row, std::int64_t n, float* dst) {
+  const DF df;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  std::int64_t d = 0;
+  for (; d + L <= n; d += L) hn::StoreU(Src::load(df, row, d), df, dst + d);
+  for (; d < n; ++d) dst[d] = Src::one(row, d);
+}
+
+/// x[d] = (x[d] + co[d] + to) * (cs[d] * ts) for d < n: the antiquant formula (x + offset) * scale
+/// of FIA-SPEC 12.1 with the factors of problem.hpp; cs / co null mean 1 / 0.
+HWY_INLINE void dequant_row(float* x, std::int64_t n, const float* cs, const float* co, float ts, float to) {
+  const DF df;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const VF vts = hn::Set(df, ts), vto = hn::Set(df, to);
+  std::int64_t d = 0;
+  for (; d + L <= n; d += L) {
+    VF v = hn::Add(hn::LoadU(df, x + d), vto);
+    if (co) v = hn::Add(v, hn::LoadU(df, co + d));
+    const VF s = cs ? hn::Mul(hn::LoadU(df, cs + d), vts) : vts;
+    hn::StoreU(hn::Mul(v, s), df, x + d);
+  }
+  for (; d < n; ++d) x[d] = (x[d] + (co ? co[d] : 0.0f) + to) * ((cs ? cs[d] : 1.0f) * ts);
+}
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FIA_CPU_KV_FORMATS_INL_H_

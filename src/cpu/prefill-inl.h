@@ -1,0 +1,248 @@
+// Wide items (prefill): K and V tiles widened (or dequantized) to f32 once per tile, products register-blocked over rows.
+// Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets foreach_target
+// re-include it once per target).
+#if defined(FIA_CPU_PREFILL_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_PREFILL_INL_H_
+#undef FIA_CPU_PREFILL_INL_H_
+#else
+#define FIA_CPU_PREFILL_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// ---- wide items (prefill): f32 tiles, products register-blocked over rows ------------------
+
+/// The antiquant factors of one K or V run of KV head h (FIA-SPEC 12.3): channel tables (null:
+/// none) and the token factors of the run's first token (token_stride apart).
+struct RunFactors {
+  const float* cs = nullptr;
+  const float* co = nullptr;
+  const float* ts = nullptr;
+  const float* to = nullptr;
+  std::int64_t stride = 0;
+
+  RunFactors(const Problem& p, const Antiquant& q, std::int64_t dim, std::int64_t b, std::int64_t h, std::int64_t j) {
+    if (!q.channel_scale.empty()) cs = q.channel_scale.data() + h * dim;
+    if (!q.channel_offset.empty()) co = q.channel_offset.data() + h * dim;
+    if (!q.per_token) return;
+    const std::int64_t o = p.token_factor_offset(q, b, h, j);
+    ts = q.token_scale + o;
+    if (q.token_offset) to = q.token_offset + o;
+    stride = q.token_stride;
+  }
+  float scale(std::int64_t t) const { return ts ? ts[t * stride] : 1.0f; }
+  float offset(std::int64_t t) const { return to ? to[t * stride] : 0.0f; }
+};
+
+/// Widens tokens [j0, j0 + count) of key (with rope) or value rows into a c-major f32 tile,
+/// dequantizing int8/int4 rows exactly (x + offset) * scale once per tile (FIA-SPEC 12.1).
+template <class Src>
+void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int64_t count, bool keys, float* dst) {
+  using T = typename Src::T;
+  const std::int64_t kw = p.qk_dim + p.rope_dim, width = keys ? kw : p.v_dim;
+  const bool antiquant = p.kv_format != KvFormat::kFloat;
+  for_each_run(p, it.b, it.h, j0, count, [&](std::int64_t c, const KvRun& run) {
+    for (std::int64_t t = 0; t < run.count; ++t) {
+      float* row = dst + (c + t) * width;
+      if (keys) {
+        widen_row<Src>(static_cast<const T*>(run.key) + t * run.key_stride, p.qk_dim, row);
+        if (p.rope_dim > 0) widen_row<Src>(static_cast<const T*>(run.key_rope) + t * run.rope_stride, p.rope_dim, row + p.qk_dim);
+      } else {
+        widen_row<Src>(static_cast<const T*>(run.value) + t * run.value_stride, p.v_dim, row);
+      }
+    }
+    if (!antiquant) return;
+    const std::int64_t dim = keys ? p.qk_dim : p.v_dim;
+    const RunFactors f(p, keys ? p.key_antiquant : p.value_antiquant, dim, it.b, it.h, j0 + c);
+    for (std::int64_t t = 0; t < run.count; ++t) dequant_row(dst + (c + t) * width, dim, f.cs, f.co, f.scale(t), f.offset(t));
+  });
+}
+
+/// out[c][r-block] = scale * sum_x a[x][r-block] * b(c, x) for NV row vectors and NC columns,
+/// b(c, x) = b[c * bc + x * bx]; `a` rows have stride lda, `out` rows stride ldo. With
+/// `accumulate` the sum is added to out instead (scale unused). Scaled results saturate (see
+/// saturate()).
+template <int NV, int NC>
+HWY_INLINE void block_product(DF df, const float* a, std::int64_t lda, const float* b, std::int64_t bc, std::int64_t bx,
+                              std::int64_t depth, float* out, std::int64_t ldo, float scale, bool accumulate) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+#define FIA_ZERO6(v) VF c##v##0 = hn::Zero(df), c##v##1 = hn::Zero(df), c##v##2 = hn::Zero(df), \
+                        c##v##3 = hn::Zero(df), c##v##4 = hn::Zero(df), c##v##5 = hn::Zero(df);
+  FIA_ZERO6(0) FIA_ZERO6(1) FIA_ZERO6(2) FIA_ZERO6(3)
+#undef FIA_ZERO6
+  for (std::int64_t x = 0; x < depth; ++x) {
+    const float* ax = a + x * lda;
+    const VF a0 = hn::Load(df, ax);
+    const VF a1 = NV > 1 ? hn::Load(df, ax + L) : a0;
+    const VF a2 = NV > 2 ? hn::Load(df, ax + 2 * L) : a0;
+    const VF a3 = NV > 3 ? hn::Load(df, ax + 3 * L) : a0;
+    const float* bcol = b + x * bx;
+#define FIA_COLUMN(n)                                              \
+  if constexpr (NC > n) {                                          \
+    const VF bn = hn::Set(df, bcol[n * bc]);                       \
+    c0##n = hn::MulAdd(a0, bn, c0##n);                             \
+    if constexpr (NV > 1) c1##n = hn::MulAdd(a1, bn, c1##n);       \
+    if constexpr (NV > 2) c2##n = hn::MulAdd(a2, bn, c2##n);       \
+    if constexpr (NV > 3) c3##n = hn::MulAdd(a3, bn, c3##n);       \
+  }
+    FIA_COLUMN(0) FIA_COLUMN(1) FIA_COLUMN(2) FIA_COLUMN(3) FIA_COLUMN(4) FIA_COLUMN(5)
+#undef FIA_COLUMN
+  }
+  const VF vs = hn::Set(df, scale);
+  const VF lo = hn::Set(df, -std::numeric_limits<float>::max()), hi = hn::Set(df, std::numeric_limits<float>::max());
+  auto put = [&](VF v, float* o) {
+    hn::Store(accumulate ? hn::Add(hn::Load(df, o), v) : hn::Min(hn::Max(hn::Mul(v, vs), lo), hi), df, o);
+  };
+#define FIA_STORE(n)                                  \
+  if constexpr (NC > n) {                             \
+    float* o = out + n * ldo;                         \
+    put(c0##n, o);                                    \
+    if constexpr (NV > 1) put(c1##n, o + L);          \
+    if constexpr (NV > 2) put(c2##n, o + 2 * L);      \
+    if constexpr (NV > 3) put(c3##n, o + 3 * L);      \
+  }
+  FIA_STORE(0) FIA_STORE(1) FIA_STORE(2) FIA_STORE(3) FIA_STORE(4) FIA_STORE(5)
+#undef FIA_STORE
+}
+
+/// All columns of one row block of NV vectors: blocks of 6 columns, then single columns.
+template <int NV>
+HWY_INLINE void row_block_product(DF df, const float* a, std::int64_t lda, const float* b, std::int64_t bc, std::int64_t bx,
+                                  std::int64_t ncols, std::int64_t depth, float* out, std::int64_t ldo, float scale,
+                                  bool accumulate) {
+  std::int64_t c = 0;
+  for (; c + 6 <= ncols; c += 6)
+    block_product<NV, 6>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
+  for (; c < ncols; ++c) block_product<NV, 1>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
+}
+
+/// out[c][0:Rp) (stride ldo) = scale * sum_x a[x][0:Rp) * b(c, x) for c < ncols, or += when
+/// accumulating; b(c, x) = b[c * bc + x * bx]. Rp is a multiple of the lane count. Row blocks of
+/// 4 vectors where the target has 32 vector registers (AVX-512), else 2.
+HWY_INLINE void panel_product(DF df, const float* a, std::int64_t lda, std::int64_t Rp, const float* b, std::int64_t bc,
+                              std::int64_t bx, std::int64_t ncols, std::int64_t depth, float* out, std::int64_t ldo,
+                              float scale, bool accumulate) {
+  constexpr int kRowVectors = HWY_MAX_BYTES >= 64 ? 4 : 2;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  std::int64_t r = 0;
+  for (; r + kRowVectors * L <= Rp; r += kRowVectors * L)
+    row_block_product<kRowVectors>(df, a + r, lda, b, bc, bx, ncols, depth, out + r, ldo, scale, accumulate);
+  for (; r + 2 * L <= Rp; r += 2 * L) row_block_product<2>(df, a + r, lda, b, bc, bx, ncols, depth, out + r, ldo, scale, accumulate);
+  for (; r < Rp; r += L) row_block_product<1>(df, a + r, lda, b, bc, bx, ncols, depth, out + r, ldo, scale, accumulate);
+}
+
+/// True when band_wide's float arithmetic is exact for batch it.b: indices below 2^23, band
+/// offsets either that small or so large (>= 2^40) that they never bind.
+HWY_INLINE bool band_fits_float(const Problem& p, const WorkItem& it, std::int64_t col_end) {
+  constexpr std::int64_t kSmall = std::int64_t{1} << 23, kHuge = std::int64_t{1} << 40;
+  auto ok = [&](std::int64_t off) { return (off > -kSmall && off < kSmall) || off <= -kHuge || off >= kHuge; };
+  return col_end < kSmall && it.row_end < kSmall && ok(p.band_lo[it.b]) && ok(p.band_hi[it.b]);
+}
+
+/// The band of a wide tile without mask or pse (the causal diagonal, sparse modes 2-4, pre/next
+/// tokens), 16 rows at a time: S = -inf where column j is outside [i + lo, i + hi] of row i.
+/// Row indices and columns are exact in float below 2^24; the band offsets may be far larger.
+HWY_INLINE void band_wide(DF df, const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc, float* st,
+                          std::int64_t ld, std::int64_t Rp) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), R = packed_rows(it);
+  const VF neg_inf = hn::Set(df, kNegInf);
+  auto as_float = [](std::int64_t off) {  // offsets beyond 2^40 act as infinite (band_fits_float)
+    return static_cast<float>(std::clamp<std::int64_t>(off, -(std::int64_t{1} << 40), std::int64_t{1} << 40));
+  };
+  const float lo_off = as_float(p.band_lo[it.b]), hi_off = as_float(p.band_hi[it.b]);
+  HWY_ALIGN float rows[HWY_MAX_BYTES / sizeof(float)];
+  for (std::int64_t r0 = 0; r0 < Rp && r0 < R; r0 += L) {
+    for (std::int64_t k = 0; k < L; ++k) rows[k] = static_cast<float>(it.query_row(std::min(r0 + k, R - 1)));
+    const VF i = hn::Load(df, rows);
+    const VF lo = hn::Add(i, hn::Set(df, lo_off)), hi = hn::Add(i, hn::Set(df, hi_off));
+    for (std::int64_t c = 0; c < nc; ++c) {
+      const VF j = hn::Set(df, static_cast<float>(c0 + c));
+      float* x = st + c * ld + r0;
+      const auto outside = hn::Or(hn::Lt(j, lo), hn::Gt(j, hi));
+      hn::Store(hn::IfThenElse(outside, neg_inf, hn::Load(df, x)), df, x);
+    }
+  }
+}
+
+template <class QSrc, class Src>
+void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
+                 float* m) {
+  const DF df;
+  const std::int64_t R = packed_rows(it), Rp = padded_rows(it), kw = p.qk_dim + p.rope_dim;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  // Q transposed: q[x * Rp + r], padding rows zero. Rows are widened with SIMD into the K tile
+  // buffer first when they fit there.
+  std::fill(s.q, s.q + kw * Rp, 0.0f);
+  if (R <= tile.cols) {
+    using T = typename QSrc::T;
+    const std::size_t es = sizeof(T);
+    for (std::int64_t r = 0; r < R; ++r) {
+      const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+      widen_row<QSrc>(reinterpret_cast<const T*>(element_at(p.query.base, p.query.offset(it.b, n, i), es)), p.qk_dim, s.k + r * kw);
+      if (p.rope_dim > 0)
+        widen_row<QSrc>(reinterpret_cast<const T*>(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es)), p.rope_dim,
+                       s.k + r * kw + p.qk_dim);
+    }
+    for (std::int64_t x = 0; x < kw; ++x)
+      for (std::int64_t r = 0; r < R; ++r) s.q[x * Rp + r] = s.k[r * kw + x];
+  } else {
+    for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r, Rp);
+  }
+  std::fill(m, m + Rp, kNegInf);
+  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
+    const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+    widen_tile<Src>(p, it, c0, nc, true, s.k);
+    float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
+    panel_product(df, s.q, Rp, Rp, s.k, kw, 1, nc, kw, st, sv.col_stride, p.scale, false);
+    if (!p.has_mask && !p.has_pse && band_fits_float(p, it, c0 + nc)) {
+      if (!tile_fully_visible(p, it, c0, nc)) band_wide(df, p, it, c0, nc, st, sv.col_stride, Rp);
+    } else {
+      apply_visibility(p, it, sv, c0, nc);
+    }
+    for (std::int64_t r = 0; r < Rp; r += L) {
+      VF vm = hn::Load(df, m + r);
+      for (std::int64_t c = 0; c < nc; ++c) vm = hn::Max(vm, hn::Load(df, st + c * sv.col_stride + r));
+      hn::Store(vm, df, m + r);
+    }
+  }
+}
+
+template <class Src>
+void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
+                     const float* m, float* l, float* acc) {
+  const DF df;
+  const std::int64_t R = packed_rows(it), Rp = padded_rows(it), vd = p.v_dim;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  std::fill(s.acc_t, s.acc_t + vd * Rp, 0.0f);
+  std::fill(l, l + Rp, 0.0f);
+  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
+    const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+    widen_tile<Src>(p, it, c0, nc, false, s.v);
+    float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
+    // E = exp(S - m), l += E, P = round(E) in place. Rows with m = -inf give 0 (NaN filtered by Exp).
+    for (std::int64_t r = 0; r < Rp; r += L) {
+      const VF vm = hn::Load(df, m + r);
+      VF vl = hn::Load(df, l + r);
+      for (std::int64_t c = 0; c < nc; ++c) {
+        float* x = st + c * sv.col_stride + r;
+        const VF e = hn::Exp(df, hn::Sub(hn::Load(df, x), vm));
+        vl = hn::Add(vl, e);
+        hn::Store(round_p(df, e, p.dtype), df, x);
+      }
+      hn::Store(vl, df, l + r);
+    }
+    // acc_t[d][r] += sum_c P[c][r] * V[c][d]
+    panel_product(df, st, sv.col_stride, Rp, s.v, 1, vd, vd, nc, s.acc_t, Rp, 1.0f, true);
+  }
+  for (std::int64_t r = 0; r < R; ++r) {
+    if (m[r] == kNegInf) l[r] = 0.0f;
+    for (std::int64_t d = 0; d < vd; ++d) acc[r * vd + d] = s.acc_t[d * Rp + r];
+  }
+}
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FIA_CPU_PREFILL_INL_H_

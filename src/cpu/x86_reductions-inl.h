@@ -1,0 +1,123 @@
+// x86-specific horizontal sums of the decode dot products (AVX2 hadd, AVX-512 transposing tree).
+// Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets foreach_target
+// re-include it once per target).
+#if defined(FIA_CPU_X86_REDUCTIONS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_X86_REDUCTIONS_INL_H_
+#undef FIA_CPU_X86_REDUCTIONS_INL_H_
+#else
+#define FIA_CPU_X86_REDUCTIONS_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+
+/// out[0..4) = the lane sums of a, b, c, d. On AVX2 three horizontal adds serve all four sums;
+/// elsewhere one reduction each. (AVX-512 targets use sum16 instead.)
+HWY_INLINE void sum4(DF df, VF a, VF b, VF c, VF d, float* out) {
+#if HWY_TARGET == HWY_AVX2
+  (void)df;
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a.raw, b.raw), _mm256_hadd_ps(c.raw, d.raw));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+#else
+  out[0] = hn::GetLane(hn::SumOfLanes(df, a));
+  out[1] = hn::GetLane(hn::SumOfLanes(df, b));
+  out[2] = hn::GetLane(hn::SumOfLanes(df, c));
+  out[3] = hn::GetLane(hn::SumOfLanes(df, d));
+#endif
+}
+
+#undef FIA_DOTS4  // this file is compiled once per target
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || HWY_TARGET == HWY_AVX3_SPR
+#define FIA_DOTS4 1
+/// a shuffled by kLo plus a shuffled by kHi, the shuffles picking 128-bit quarters of a and b.
+template <int kLo, int kHi>
+HWY_INLINE __m512 fold_quarters(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, kLo), _mm512_shuffle_f32x4(a, b, kHi));
+}
+
+/// The same with the shuffles picking lanes within each 128-bit quarter.
+template <int kLo, int kHi>
+HWY_INLINE __m512 fold_lanes(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, kLo), _mm512_shuffle_ps(a, b, kHi));
+}
+
+/// The lane sums of 16 vectors in one vector: lane 4r + j holds the sum of v[4r + j]. A
+/// transposing tree of 15 adds, instead of 16 separate reductions.
+HWY_INLINE VF sum16(const VF* v) {
+  __m512 u[4];
+  for (int j = 0; j < 4; ++j) {  // u[j], quarter r: four partial sums of v[4r + j]
+    const __m512 s01 = fold_quarters<0x44, 0xEE>(v[j].raw, v[4 + j].raw);
+    const __m512 s23 = fold_quarters<0x44, 0xEE>(v[8 + j].raw, v[12 + j].raw);
+    u[j] = fold_quarters<0x88, 0xDD>(s01, s23);
+  }
+  return VF{fold_lanes<0x88, 0xDD>(fold_lanes<0x44, 0xEE>(u[0], u[1]), fold_lanes<0x44, 0xEE>(u[2], u[3]))};
+}
+
+/// a[4r + j] += q row r times K row k[j] over n elements, for ROWS rows and 4 tokens; the
+/// elements past the last full vector go to tail[4r + j]. Each lane's FMA chain and the sum16 tree
+/// depend only on (row, token), so a token's score is the same bits in any group of 4.
+template <class Src, int ROWS>
+HWY_INLINE void dots4(DF df, const float* q, std::int64_t kw, const typename Src::T* const* k, std::int64_t n, VF* a,
+                      float* tail) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const auto *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3];
+  std::int64_t d = 0;
+  for (; d + L <= n; d += L) {
+    const VF x0 = Src::load(df, k0, d), x1 = Src::load(df, k1, d);
+    const VF x2 = Src::load(df, k2, d), x3 = Src::load(df, k3, d);
+#define FIA_ROW(r)                                   \
+  if constexpr (ROWS > r) {                          \
+    const VF qv = hn::LoadU(df, q + r * kw + d);     \
+    a[4 * r] = hn::MulAdd(qv, x0, a[4 * r]);         \
+    a[4 * r + 1] = hn::MulAdd(qv, x1, a[4 * r + 1]); \
+    a[4 * r + 2] = hn::MulAdd(qv, x2, a[4 * r + 2]); \
+    a[4 * r + 3] = hn::MulAdd(qv, x3, a[4 * r + 3]); \
+  }
+    FIA_ROW(0) FIA_ROW(1) FIA_ROW(2) FIA_ROW(3)
+#undef FIA_ROW
+  }
+  for (; d < n; ++d)
+    for (int r = 0; r < ROWS; ++r)
+      for (int j = 0; j < 4; ++j) tail[4 * r + j] += q[r * kw + d] * Src::one(k[j], d);
+}
+
+/// Scores of ROWS rows against tokens t .. t + count of the run (count 1..4), stored at
+/// out[r * os + j] for j < count.
+template <class Src, int ROWS>
+HWY_INLINE void dots4_store(DF df, const Problem& p, const float* q, std::int64_t kw, const KvRun& run, std::int64_t t,
+                            std::int64_t count, float* out, std::int64_t os) {
+  using T = typename Src::T;
+  const T* k[4];
+  const T* kr[4];
+  for (std::int64_t j = 0; j < 4; ++j) {
+    const std::int64_t tj = t + std::min(j, count - 1);
+    k[j] = static_cast<const T*>(run.key) + tj * run.key_stride;
+    kr[j] = p.rope_dim > 0 ? static_cast<const T*>(run.key_rope) + tj * run.rope_stride : nullptr;
+  }
+  VF a[16];
+  for (VF& v : a) v = hn::Zero(df);
+  HWY_ALIGN float tail[16] = {};
+  dots4<Src, ROWS>(df, q, kw, k, p.qk_dim, a, tail);
+  if (p.rope_dim > 0) dots4<Src, ROWS>(df, q + p.qk_dim, kw, kr, p.rope_dim, a, tail);
+  const VF sums = hn::Add(sum16(a), hn::Load(df, tail));
+  if (count == 4) {
+    const __m512 v = sums.raw;
+    _mm_storeu_ps(out, _mm512_castps512_ps128(v));
+    if constexpr (ROWS > 1) _mm_storeu_ps(out + os, _mm512_extractf32x4_ps(v, 1));
+    if constexpr (ROWS > 2) _mm_storeu_ps(out + 2 * os, _mm512_extractf32x4_ps(v, 2));
+    if constexpr (ROWS > 3) _mm_storeu_ps(out + 3 * os, _mm512_extractf32x4_ps(v, 3));
+    return;
+  }
+  HWY_ALIGN float all[16];
+  hn::Store(sums, df, all);
+  for (int r = 0; r < ROWS; ++r)
+    for (std::int64_t j = 0; j < count; ++j) out[r * os + j] = all[4 * r + j];
+}
+#endif
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FIA_CPU_X86_REDUCTIONS_INL_H_
