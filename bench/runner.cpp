@@ -13,16 +13,20 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Machi
   m.what = w.what;
   m.decode = w.decode;
   m.repeat = repeat;
+  m.bytes_per_call = w.bytes_per_call;
+  auto fail = [&m](const Status& s) {
+    m.error = s.to_string();
+    m.skipped = s.code == StatusCode::kUnsupported;
+    return m;
+  };
   if (!w.error.empty()) {
     m.error = w.error;
+    m.skipped = w.unsupported;
     return m;
   }
   Plan first;
   Status st = plan(w.copies[0]->args, options, &first);
-  if (!st.ok()) {
-    m.error = st.to_string();
-    return m;
-  }
+  if (!st.ok()) return fail(st);
   OwnedTensor out(first.attention_out_dtype(), first.attention_out_shape());
   OwnedTensor lse(DType::F32, first.softmax_lse_shape());
   std::vector<std::byte> workspace(first.workspace_bytes());
@@ -35,10 +39,7 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Machi
   };
   for (const auto& c : w.copies) {  // warm-up: page in every copy and the workspace
     st = call(c->args);
-    if (!st.ok()) {
-      m.error = st.to_string();
-      return m;
-    }
+    if (!st.ok()) return fail(st);
   }
   std::vector<double> times;
   for (int i = 0; i < repeat; ++i) {
@@ -46,10 +47,7 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Machi
     const auto t0 = std::chrono::steady_clock::now();
     st = call(args);
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (!st.ok()) {
-      m.error = st.to_string();
-      return m;
-    }
+    if (!st.ok()) return fail(st);
     if (progress) progress(i + 1, repeat);
   }
   std::sort(times.begin(), times.end());

@@ -15,10 +15,12 @@ struct MachineLimits {
 
 struct Measurement {
   std::string name, what, error;
+  bool skipped = false;  ///< error is the library's "not supported yet" (kUnsupported): not a failure
   bool decode = false;
   int repeat = 0;
   double median_s = 0.0, min_s = 0.0;
-  double rate = 0.0;      ///< decode: bytes / s of K+V read; prefill: FLOP / s
+  double bytes_per_call = 0.0;  ///< Workload::bytes_per_call (0: unknown, the call was rejected)
+  double rate = 0.0;      ///< decode: bytes_per_call / median_s; prefill: FLOP / s
   double fraction = 0.0;  ///< rate / the matching machine limit
 };
 

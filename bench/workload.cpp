@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -22,8 +23,10 @@ namespace {
 
 using json = nlohmann::json;
 
-/// Uniform values in [-1, 1) (int8: any byte) from a splitmix64 stream seeded by `rng`.
-void fill_random(OwnedTensor& t, std::mt19937_64& rng) {
+/// Random contents from a splitmix64 stream seeded by `rng`: float tensors uniform in [lo, hi)
+/// (lo == hi: that constant); I8 integers in [-127, 127]; I32 any 32-bit word (as packed int4 K/V:
+/// eight nibbles, each any value in [-8, 7]). Other dtypes stay zero.
+void fill_random(OwnedTensor& t, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
   std::uint64_t x = rng();
   auto next = [&x] {
     std::uint64_t z = (x += 0x9E3779B97F4A7C15ull);
@@ -31,7 +34,7 @@ void fill_random(OwnedTensor& t, std::mt19937_64& rng) {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   };
-  auto uniform = [&] { return static_cast<float>(next() >> 40) * 0x1p-23f - 1.0f; };
+  auto uniform = [&] { return lo + (hi - lo) * (static_cast<float>(next() >> 40) * 0x1p-24f); };
   const std::int64_t n = t.numel();
   switch (t.dtype) {
     case DType::F16:
@@ -44,10 +47,39 @@ void fill_random(OwnedTensor& t, std::mt19937_64& rng) {
       for (std::int64_t i = 0; i < n; ++i) t.as<float>()[i] = uniform();
       break;
     case DType::I8:
-      for (std::int64_t i = 0; i < n; ++i) t.as<std::int8_t>()[i] = static_cast<std::int8_t>(next());
+      for (std::int64_t i = 0; i < n; ++i)
+        t.as<std::int8_t>()[i] = static_cast<std::int8_t>(static_cast<int>(next() % 255) - 127);
+      break;
+    case DType::I32:
+      for (std::int64_t i = 0; i < n; ++i) t.as<std::uint32_t>()[i] = static_cast<std::uint32_t>(next() >> 32);
       break;
     default: break;
   }
+}
+
+/// The value range of float tensor `name` of a shapes.json entry whose key has dtype `key_dtype`,
+/// chosen so that dequantized values stay in a realistic range (|x| <= 1.5, with offsets about 2):
+///   * antiquant scales (key_/value_/combined antiquant_scale, any mode and dtype): U[0.5, 1.5] / q
+///     with q the largest stored magnitude of the key's integer type: 127 for I8 K/V, 7 for I32
+///     (packed int4) K/V;
+///   * antiquant offsets: U[-2, 2] (added to the integer before scaling, FIA-SPEC 12.1);
+///   * full quantization (FIA-SPEC 13.1, per-tensor, int8 Q/K/V read as x / 127): dequant_scale1 and
+///     dequant_scale2 1 / 127^2, quant_scale1 127 (softmax numerators in [0, 1] to int8),
+///     quant_scale2 127 and quant_offset2 0 (output in about [-1, 1] to int8);
+///   * everything else (query, float K/V, rope, pse, ...): U[-1, 1].
+std::pair<float, float> value_range(const std::string& name, DType key_dtype) {
+  auto ends_with = [&name](const std::string& tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends_with("antiquant_scale")) {
+    const float q = key_dtype == DType::I32 ? 7.0f : 127.0f;
+    return {0.5f / q, 1.5f / q};
+  }
+  if (ends_with("antiquant_offset")) return {-2.0f, 2.0f};
+  if (name == "dequant_scale1" || name == "dequant_scale2") return {1.0f / (127.0f * 127.0f), 1.0f / (127.0f * 127.0f)};
+  if (name == "quant_scale1" || name == "quant_scale2") return {127.0f, 127.0f};
+  if (name == "quant_offset2") return {0.0f, 0.0f};
+  return {-1.0f, 1.0f};
 }
 
 /// Points an FiaArgs slot at `t` (key/value become one-tensor lists).
@@ -63,6 +95,8 @@ std::unique_ptr<CallData> build_copy(const json& entry, std::uint64_t seed) {
   Status st = io::parse_params(entry.at("params").dump(), &c->args);
   if (!st.ok()) throw std::runtime_error("params: " + st.to_string());
   std::mt19937_64 rng(seed);
+  DType key_dtype = DType::F16;
+  if (entry.at("tensors").contains("key")) parse_dtype(entry["tensors"]["key"].at(0).get<std::string>(), &key_dtype);
   for (const auto& [name, spec] : entry.at("tensors").items()) {
     DType dtype;
     if (!parse_dtype(spec.at(0).get<std::string>(), &dtype)) throw std::runtime_error("unknown dtype for " + name);
@@ -77,7 +111,8 @@ std::unique_ptr<CallData> build_copy(const json& entry, std::uint64_t seed) {
       const std::int64_t cols = t.shape.back(), rows = t.numel() / cols;
       for (std::int64_t i = 0; i < t.numel(); ++i) t.as<std::uint8_t>()[i] = (i % cols) > (i / cols) % rows ? 1 : 0;
     } else {
-      fill_random(t, rng);
+      const auto [lo, hi] = value_range(name, key_dtype);
+      fill_random(t, rng, lo, hi);
     }
     c->tensors.push_back(std::move(t));
     bind_tensor(c->args, name, c->tensors.back());
@@ -85,24 +120,73 @@ std::unique_ptr<CallData> build_copy(const json& entry, std::uint64_t seed) {
   return c;
 }
 
+/// Bytes of one stored K/V element (FIA-SPEC 12): float K/V in the query dtype, int8 one byte,
+/// int4 half a byte (eight logical elements per int32 word).
+double kv_element_bytes(const detail::Problem& p) {
+  switch (p.kv_format) {
+    case detail::KvFormat::kInt8: return 1.0;
+    case detail::KvFormat::kInt4: return 0.5;
+    default: return static_cast<double>(dtype_size(p.dtype));
+  }
+}
+
+/// Bytes of one tensor's antiquant parameters a call reads. Per-token modes (1, 3, 4, 5): one F32
+/// scale (and offset) per token the lengths cover, per KV head for the per-head modes (3, 5).
+/// Other modes: the channel tables (KV_N x D) in the query dtype; per-tensor and per-head
+/// parameters (modes 0 with shape (1), 2), which the library expands to such tables, count as
+/// the table too (at most a few KB too many).
+double antiquant_bytes(const detail::Problem& p, const detail::Antiquant& aq, double tokens) {
+  if (aq.per_token) {
+    const double per_token = (aq.head_stride != 0 ? static_cast<double>(p.num_kv_heads) : 1.0) * 4.0;
+    return tokens * per_token * (aq.token_offset != nullptr ? 2.0 : 1.0);
+  }
+  const double tables = static_cast<double>(aq.channel_scale.size() + aq.channel_offset.size());
+  return tables * static_cast<double>(dtype_size(p.dtype));
+}
+
+/// Records why the library rejects the workload's call (its plan() status).
+void note_rejection(Workload& w) {
+  Plan pl;
+  const Status st = plan(w.copies[0]->args, Options{}, &pl);
+  w.error = st.ok() ? "invalid call" : st.to_string();
+  w.unsupported = st.code == StatusCode::kUnsupported;
+}
+
 }  // namespace
+
+double bytes_read(const detail::Problem& p) {
+  const double kv_es = kv_element_bytes(p), rope_es = static_cast<double>(dtype_size(p.dtype));
+  const double heads = static_cast<double>(p.num_kv_heads);
+  double bytes = 0.0, tokens = 0.0;
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    const double L = static_cast<double>(p.kv_len(b));
+    tokens += L;
+    bytes += L * heads * (static_cast<double>(p.qk_dim + p.v_dim) * kv_es + static_cast<double>(p.rope_dim) * rope_es);
+    for (const detail::KvSegment& seg : p.segments) {  // the block-table entries the lengths reach
+      if (seg.paged && seg.block_size > 0)
+        bytes += 4.0 * static_cast<double>((seg.length[b] + seg.block_size - 1) / seg.block_size);
+    }
+  }
+  if (p.kv_format != detail::KvFormat::kFloat)
+    bytes += antiquant_bytes(p, p.key_antiquant, tokens) + antiquant_bytes(p, p.value_antiquant, tokens);
+  return bytes;
+}
 
 bool describe_work(Workload& w) {
   detail::Problem p;
   if (w.copies.empty() || !detail::build_problem(w.copies[0]->args, false, &p).ok()) return false;
-  const double es = static_cast<double>(dtype_size(p.dtype));
-  double bytes = 0.0, cells = 0.0;
+  double cells = 0.0;
   std::int64_t max_q = 0;
   for (std::int64_t b = 0; b < p.batch; ++b) {
-    const double L = static_cast<double>(p.kv_len(b));
-    bytes += L * static_cast<double>(p.num_kv_heads) * static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim) * es;
-    cells += static_cast<double>(p.act_q[b]) * L;
+    cells += static_cast<double>(p.act_q[b]) * static_cast<double>(p.kv_len(b));
     max_q = std::max(max_q, p.act_q[b]);
   }
   const std::int64_t mode = w.copies[0]->args.sparse_mode;
   const bool causal = mode == 2 || mode == 3;
-  w.bytes_per_call = bytes;
-  w.flops_per_call = 2.0 * static_cast<double>(p.num_heads) * cells * static_cast<double>(p.qk_dim + p.v_dim) * (causal ? 0.5 : 1.0);
+  w.bytes_per_call = bytes_read(p);
+  // QK over QK_D + rope (MLA: 512 + 64), PV over V_D; 2 FLOPs per multiply-add.
+  w.flops_per_call = 2.0 * static_cast<double>(p.num_heads) * cells * static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim) *
+                     (causal ? 0.5 : 1.0);
   w.decode = max_q <= 16;
   return true;
 }
@@ -123,12 +207,7 @@ std::vector<Workload> load_shapes(const std::string& path, const std::vector<std
     w.what = e.value("what", "");
     try {
       w.copies.push_back(build_copy(e, 1234));
-      if (!describe_work(w)) {
-        Plan pl;
-        const Status st = plan(w.copies[0]->args, Options{}, &pl);
-        w.error = st.ok() ? "invalid call" : st.to_string();
-        w.unsupported = st.code == StatusCode::kUnsupported;
-      }
+      if (!describe_work(w)) note_rejection(w);
     } catch (const std::exception& ex) {
       w.error = ex.what();
     }
@@ -152,7 +231,7 @@ Workload load_case_workload(const std::string& dir) {
   c->args = loaded.args;
   for (auto& [name, t] : loaded.tensors) c->tensors.push_back(std::move(t));
   w.copies.push_back(std::move(c));
-  if (!describe_work(w)) w.error = "invalid call";
+  if (!describe_work(w)) note_rejection(w);
   return w;
 }
 

@@ -8,6 +8,10 @@
 
 #include "fia/fia.hpp"
 
+namespace fia::detail {
+struct Problem;
+}  // namespace fia::detail
+
 namespace fia::bench {
 
 /// One call's arguments and the tensors they view.
@@ -23,22 +27,35 @@ struct Workload {
   std::string what;
   std::vector<std::unique_ptr<CallData>> copies;
   bool decode = false;          ///< memory-bound: judged in GB/s against the read bandwidth
-  double bytes_per_call = 0.0;  ///< K + V bytes one call reads (the lengths FIA reads)
-  double flops_per_call = 0.0;  ///< 4 * N * sum_b(Sq_b * Skv_b) * D, halved for causal
+  /// Bytes one call reads over the tokens the lengths cover: K + V (+ key_rope) in the stored
+  /// dtype (int8 1 byte, int4 half a byte per element), antiquant scales / offsets, paged
+  /// block-table entries. 0 when the library rejects the call before a Problem exists.
+  double bytes_per_call = 0.0;
+  /// 2 * N * sum_b(Sq_b * Skv_b) * (QK_D + rope + V_D), halved for causal.
+  double flops_per_call = 0.0;
   std::string error;            ///< set when the workload cannot be built or run
-  bool unsupported = false;     ///< the error is a feature fia does not implement yet
+  bool unsupported = false;     ///< the library rejects the call as not supported yet (kUnsupported)
 };
 
 /// Reads a shapes file (see ../shared/bench/shapes.json: name, what, params, tensors). Entries
-/// whose name is not in `only` (when not empty) are skipped. Throws std::runtime_error on a
-/// malformed file.
+/// whose name is not in `only` (when not empty) are skipped. Tensors are random with a fixed seed;
+/// quantized K/V and their scales are drawn so that dequantized values stay within about +-1.5
+/// (+-2 for int4 with offsets; see value_range in workload.cpp). A call the library rejects
+/// becomes a workload with `error` (and `unsupported` for kUnsupported). Throws std::runtime_error on a malformed file.
 std::vector<Workload> load_shapes(const std::string& path, const std::vector<std::string>& only);
 
 /// A workload from a case folder (CASE-FORMAT.md); decode ones are not rotated.
 Workload load_case_workload(const std::string& dir);
 
-/// Makes decode workloads cold: adds K/V copies until they span `bytes` (at least two copies).
+/// Makes decode workloads cold: adds K/V copies (in their stored dtype; antiquant scales and
+/// key_rope are shared) until they span `bytes` (at least two copies).
 void add_cold_copies(Workload& w, double bytes);
+
+/// The bytes one call of validated problem `p` reads (Workload::bytes_per_call): K + V
+/// (+ key_rope) over the tokens the lengths cover in the stored dtype, the antiquant scales and offsets
+/// (per-token: one F32 per token, per KV head in modes 3 and 5; otherwise the KV_N x D channel
+/// tables in the query dtype) and the block-table entries of paged segments.
+double bytes_read(const detail::Problem& p);
 
 /// Fills bytes_per_call, flops_per_call and decode from a valid call (false: not a valid call).
 bool describe_work(Workload& w);

@@ -1,8 +1,17 @@
 // The benchmark workloads are the calls shapes.json describes (bytes and FLOPs as the issue defines
-// them). Nothing here is timed.
+// them, random tensors in realistic ranges). Nothing here is timed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
 #include "bench/workload.hpp"
+#include "fia/half.hpp"
+#include "problem/problem.hpp"
 #include "support/criterion.hpp"
 #include "support/run_helpers.hpp"
 
@@ -11,30 +20,206 @@ namespace {
 
 const char* kShapes = FIA_SOURCE_DIR "/bench/shapes.json";
 
-TEST(BenchWorkload, ShapesBecomeValidCallsWithTheirWork) {
-  auto w = bench::load_shapes(kShapes, {"D1", "D3", "P1", "P3"});
-  ASSERT_EQ(w.size(), 4u);
-  EXPECT_TRUE(w[0].error.empty()) << w[0].error;
-  EXPECT_TRUE(w[0].decode);
-  EXPECT_DOUBLE_EQ(w[0].bytes_per_call, 2.0 * 8 * 4096 * 128 * 2);  // K + V, fp16
-  EXPECT_NE(w[1].error.find("not supported"), std::string::npos) << w[1].error;  // int8 KV
-  EXPECT_FALSE(w[2].decode);
-  EXPECT_DOUBLE_EQ(w[2].flops_per_call, 4.0 * 32 * 2048 * 2048 * 128 / 2);  // causal halves
-  const double cells = 300.0 * 300 + 800.0 * 800 + 300.0 * 300 + 600.0 * 600;  // TND lengths
-  EXPECT_DOUBLE_EQ(w[3].flops_per_call, 4.0 * 16 * cells * 128 / 2);
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return nlohmann::json::parse(ss.str());
 }
 
+/// The one workload `name` of the project's shapes file.
+bench::Workload shape(const std::string& name) {
+  auto w = bench::load_shapes(kShapes, {name});
+  EXPECT_EQ(w.size(), 1u) << name;
+  return w.empty() ? bench::Workload{} : std::move(w[0]);
+}
+
+TEST(BenchWorkload, ShapesFileIsTheSharedOneModuloFormatting) {
+  const std::string shared = FIA_SHARED_DIR "/bench/shapes.json";
+  if (!std::filesystem::exists(shared)) GTEST_SKIP() << "no " << shared;
+  EXPECT_EQ(read_json(kShapes), read_json(shared)) << "copy " << shared << " to bench/shapes.json";
+}
+
+TEST(BenchWorkload, EveryShapeLoadsAsACallOrTheLibrarysRejection) {
+  const nlohmann::json doc = read_json(kShapes);
+  const auto all = bench::load_shapes(kShapes, {});
+  ASSERT_EQ(all.size(), doc["shapes"].size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const bench::Workload& w = all[i];
+    EXPECT_EQ(w.name, doc["shapes"][i]["name"].get<std::string>());
+    ASSERT_EQ(w.copies.size(), 1u) << w.name << ": " << w.error;  // the tensors exist either way
+    if (w.error.empty()) {
+      EXPECT_GT(w.bytes_per_call, 0.0) << w.name;
+      EXPECT_GT(w.flops_per_call, 0.0) << w.name;
+      EXPECT_EQ(w.decode, w.name[0] == 'D') << w.name;
+    }
+  }
+  // Selection by name keeps the file's order and ignores unknown names.
+  const auto some = bench::load_shapes(kShapes, {"P1", "D1", "nope"});
+  ASSERT_EQ(some.size(), 2u);
+  EXPECT_EQ(some[0].name, "D1");
+  EXPECT_EQ(some[1].name, "P1");
+}
+
+TEST(BenchWorkload, FloatShapesReadKvAndBlockTablesAndDoTheirFlops) {
+  auto w = bench::load_shapes(kShapes, {"D1", "D2", "D6", "P1", "P3"});
+  ASSERT_EQ(w.size(), 5u);
+  for (const auto& x : w) ASSERT_TRUE(x.error.empty()) << x.name << ": " << x.error;
+  EXPECT_TRUE(w[0].decode);
+  EXPECT_DOUBLE_EQ(w[0].bytes_per_call, 2.0 * 8 * 4096 * 128 * 2);  // K + V, fp16
+  // D2: 16 x 2048 tokens of paged fp16 K + V (H = 1024), and 16 block-table entries per batch.
+  EXPECT_DOUBLE_EQ(w[1].bytes_per_call, 16.0 * 2048 * 1024 * 2 * 2 + 16.0 * 16 * 4);
+  // D6 (MLA): 8 x 4096 tokens of bf16 K (512), V (512) and key_rope (64), 32 table entries each;
+  // QK over 576 dims, PV over 512.
+  EXPECT_DOUBLE_EQ(w[2].bytes_per_call, 8.0 * 4096 * (512 + 512 + 64) * 2 + 8.0 * 32 * 4);
+  EXPECT_DOUBLE_EQ(w[2].flops_per_call, 2.0 * 16 * 8 * 4096 * (576 + 512));
+  EXPECT_FALSE(w[3].decode);
+  EXPECT_DOUBLE_EQ(w[3].flops_per_call, 4.0 * 32 * 2048 * 2048 * 128 / 2);  // causal halves
+  const double cells = 300.0 * 300 + 800.0 * 800 + 300.0 * 300 + 600.0 * 600;  // TND lengths
+  EXPECT_DOUBLE_EQ(w[4].flops_per_call, 4.0 * 16 * cells * 128 / 2);
+}
+
+/// A BNSD-like problem as D1 (one batch, 8 KV heads, D 128) with `tokens` KV tokens.
+detail::Problem problem_like_d1(std::int64_t tokens) {
+  detail::Problem p;
+  p.batch = 1;
+  p.num_heads = 32;
+  p.num_kv_heads = 8;
+  p.group = 4;
+  p.qk_dim = p.v_dim = 128;
+  p.dtype = DType::F16;
+  p.act_q = {1};
+  p.segments.resize(1);
+  p.segments[0].length = {tokens};
+  return p;
+}
+
+// The byte count from the Problem fields alone (no validation needed).
+TEST(BenchWorkload, BytesReadCountStoredKvScalesAndBlockTables) {
+  detail::Problem p = problem_like_d1(4096);
+  EXPECT_DOUBLE_EQ(bench::bytes_read(p), 2.0 * 8 * 4096 * 128 * 2);  // D1
+
+  // D3: int8, per-channel (the KV_N x D tables, F16 like the query).
+  p.kv_dtype = DType::I8;
+  p.kv_format = detail::KvFormat::kInt8;
+  p.key_antiquant.channel_scale.assign(8 * 128, 1.0f);
+  p.value_antiquant.channel_scale.assign(8 * 128, 1.0f);
+  EXPECT_DOUBLE_EQ(bench::bytes_read(p), 2.0 * 8 * 4096 * 128 + 2.0 * 8 * 128 * 2);
+  p.key_antiquant.channel_offset.assign(8 * 128, 0.0f);  // offsets: as much again
+  p.value_antiquant.channel_offset.assign(8 * 128, 0.0f);
+  EXPECT_DOUBLE_EQ(bench::bytes_read(p), 2.0 * 8 * 4096 * 128 + 4.0 * 8 * 128 * 2);
+
+  // D5: int4, per-token x per-head (mode 3): one F32 per token and KV head.
+  const float scales[1] = {1.0f};
+  p = problem_like_d1(4096);
+  p.kv_dtype = DType::I32;
+  p.kv_format = detail::KvFormat::kInt4;
+  for (detail::Antiquant* aq : {&p.key_antiquant, &p.value_antiquant}) {
+    aq->per_token = true;
+    aq->token_scale = scales;
+    aq->head_stride = 4096;
+    aq->token_stride = 1;
+  }
+  EXPECT_DOUBLE_EQ(bench::bytes_read(p), 2.0 * 8 * 4096 * 16 * 4 + 2.0 * 8 * 4096 * 4);
+  // Per-token without heads (mode 1) with offsets: one F32 scale and one offset per token.
+  for (detail::Antiquant* aq : {&p.key_antiquant, &p.value_antiquant}) {
+    aq->head_stride = 0;
+    aq->token_offset = scales;
+  }
+  EXPECT_DOUBLE_EQ(bench::bytes_read(p), 2.0 * 8 * 4096 * 16 * 4 + 2.0 * 4096 * 4 * 2);
+
+  // Paged int8 with a shared prefix of 100 tokens (batched): per-token scales cover prefix and own
+  // tokens; the block table is read for the own 1000 tokens only (8 blocks of 128).
+  p = problem_like_d1(100);
+  p.kv_dtype = DType::I8;
+  p.kv_format = detail::KvFormat::kInt8;
+  p.segments.resize(2);
+  p.segments[1].paged = true;
+  p.segments[1].block_size = 128;
+  p.segments[1].length = {1000};
+  for (detail::Antiquant* aq : {&p.key_antiquant, &p.value_antiquant}) {
+    aq->per_token = true;
+    aq->token_scale = scales;
+  }
+  EXPECT_DOUBLE_EQ(bench::bytes_read(p), 2.0 * 8 * 1100 * 128 + 2.0 * 1100 * 4 + 8.0 * 4);
+}
+
+// Needs the KV antiquantization validation (FIA-SPEC 12); without it D3 and D5 are rejected.
+TEST(BenchWorkload, QuantizedKvIsCountedInItsStoredDtypeWithItsScales) {
+  const bench::Workload d3 = shape("D3");
+  ASSERT_TRUE(d3.error.empty()) << d3.error;
+  EXPECT_TRUE(d3.decode);
+  // int8 K + V (one byte each), per-channel F16 scales (KV_N x D) for K and for V.
+  EXPECT_DOUBLE_EQ(d3.bytes_per_call, 2.0 * 8 * 4096 * 128 + 2.0 * 8 * 128 * 2);
+  EXPECT_DOUBLE_EQ(d3.flops_per_call, 2.0 * 32 * 4096 * (128 + 128));
+
+  const bench::Workload d5 = shape("D5");
+  ASSERT_TRUE(d5.error.empty()) << d5.error;
+  EXPECT_TRUE(d5.decode);
+  // int4 K + V: 16 int32 words (128 values) per token and head; one F32 scale per token and head.
+  EXPECT_DOUBLE_EQ(d5.bytes_per_call, 2.0 * 8 * 4096 * 16 * 4 + 2.0 * 8 * 4096 * 4);
+  EXPECT_DOUBLE_EQ(d5.flops_per_call, 2.0 * 32 * 4096 * (128 + 128));  // logical D = 128
+}
+
+TEST(BenchWorkload, QuantizedTensorsAndScalesAreDrawnInRealisticRanges) {
+  const bench::Workload d3 = shape("D3");
+  ASSERT_EQ(d3.copies.size(), 1u) << d3.error;
+  const FiaArgs& a3 = d3.copies[0]->args;
+  ASSERT_EQ(a3.key[0].dtype, DType::I8);
+  const auto* k8 = static_cast<const std::int8_t*>(a3.key[0].data);
+  int lo = 0, hi = 0;
+  for (std::int64_t i = 0; i < a3.key[0].numel(); ++i) lo = std::min<int>(lo, k8[i]), hi = std::max<int>(hi, k8[i]);
+  EXPECT_EQ(lo, -127);
+  EXPECT_EQ(hi, 127);
+  for (const TensorView* s : {&a3.key_antiquant_scale, &a3.value_antiquant_scale}) {
+    ASSERT_EQ(s->dtype, DType::F16);
+    ASSERT_EQ(s->numel(), 8 * 128);
+    for (std::int64_t i = 0; i < s->numel(); ++i) {
+      const float v = f16_to_f32(static_cast<const std::uint16_t*>(s->data)[i]);
+      ASSERT_GE(v, 0.499f / 127);
+      ASSERT_LE(v, 1.501f / 127);
+    }
+  }
+
+  const bench::Workload d5 = shape("D5");
+  ASSERT_EQ(d5.copies.size(), 1u) << d5.error;
+  const FiaArgs& a5 = d5.copies[0]->args;
+  ASSERT_EQ(a5.value[0].dtype, DType::I32);
+  int nibble_count[16] = {};
+  const auto* words = static_cast<const std::uint32_t*>(a5.value[0].data);
+  for (std::int64_t i = 0; i < a5.value[0].numel(); ++i)
+    for (int n = 0; n < 8; ++n) ++nibble_count[(words[i] >> (4 * n)) & 0xF];
+  for (int n = 0; n < 16; ++n) EXPECT_GT(nibble_count[n], 0) << "nibble " << n;  // every int4 value occurs
+  for (const TensorView* s : {&a5.key_antiquant_scale, &a5.value_antiquant_scale}) {
+    ASSERT_EQ(s->dtype, DType::F32);
+    for (std::int64_t i = 0; i < s->numel(); ++i) {
+      const float v = static_cast<const float*>(s->data)[i];
+      ASSERT_GE(v, 0.5f / 7);
+      ASSERT_LE(v, 1.5f / 7);
+    }
+  }
+}
+
+// Float, int8 and int4 K/V: the copies (stored dtype, shared scales) are valid calls whose
+// results meet criterion A against the exact reference.
 TEST(BenchWorkload, ColdCopiesHoldDifferentKvAndGiveResultsOfTheSameCall) {
-  auto w = bench::load_shapes(kShapes, {"D1"});
-  bench::add_cold_copies(w[0], 3.0 * w[0].bytes_per_call);
-  ASSERT_EQ(w[0].copies.size(), 3u);
-  EXPECT_NE(w[0].copies[0]->args.key[0].data, w[0].copies[1]->args.key[0].data);
-  for (const auto& c : w[0].copies) {
-    detail::ReferenceResult exact;
-    ASSERT_TRUE(reference_exact(c->args, &exact).ok());
-    Outputs out;
-    ASSERT_TRUE(run_call(c->args, Backend::kCpu, 2, &out).ok());
-    EXPECT_TRUE(criterion_a(out.attention_out, exact.out).pass);
+  for (const char* name : {"D1", "D3", "D5"}) {
+    SCOPED_TRACE(name);
+    bench::Workload w = shape(name);
+    ASSERT_TRUE(w.error.empty()) << w.error;
+    bench::add_cold_copies(w, 3.0 * w.bytes_per_call);
+    ASSERT_GE(w.copies.size(), 3u);
+    EXPECT_NE(w.copies[0]->args.key[0].data, w.copies[1]->args.key[0].data);
+    EXPECT_EQ(w.copies[1]->args.key[0].dtype, w.copies[0]->args.key[0].dtype);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const FiaArgs& args = w.copies[i]->args;
+      detail::ReferenceResult exact;
+      ASSERT_TRUE(reference_exact(args, &exact).ok());
+      Outputs out;
+      const Status st = run_call(args, Backend::kCpu, 2, &out);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      EXPECT_TRUE(criterion_a(out.attention_out, exact.out).pass) << "copy " << i;
+    }
   }
 }
 
