@@ -27,8 +27,20 @@ std::vector<std::string> case_dirs(const std::string& family) {
 
 class SharedValidCase : public ::testing::TestWithParam<std::string> {};
 
+/// Why a valid quant case is a call fia does not compute yet (empty: it computes it). KV
+/// antiquant (FIA-SPEC 12) is built; full quantization (13) and output quantization (14) are not.
+std::string not_yet_computed(const std::string& dir) {
+  io::TensorFile in;
+  if (!io::read_safetensors(dir + "/inputs.safetensors", &in).ok()) return {};
+  if (in.tensors.count("query") && in.tensors.at("query").dtype == DType::I8)
+    return "int8 query: full quantization (FIA-SPEC 13) is not built yet";
+  if (in.tensors.count("quant_scale2")) return "quant_scale2: output quantization (FIA-SPEC 14) is not built yet";
+  return {};
+}
+
 TEST_P(SharedValidCase, MatchesExpected) {
   const std::string dir = GetParam();
+  if (const std::string why = not_yet_computed(dir); !why.empty()) GTEST_SKIP() << why;
   const std::string out = temp_dir("shared");
   const CliResult r = run_fia({"run", dir, "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -88,6 +100,7 @@ TEST_P(SharedInvalidCase, RejectedInStrictMode) {
 std::vector<std::string> valid_cases() {
   std::vector<std::string> v = case_dirs("core");
   for (const auto& s : case_dirs("storage")) v.push_back(s);
+  for (const auto& s : case_dirs("quant")) v.push_back(s);
   return v;
 }
 
@@ -114,6 +127,15 @@ TEST(SharedCases, PresentWhenTheSharedFolderIs) {
   EXPECT_FALSE(valid_cases().empty());
   EXPECT_FALSE(case_dirs("invalid").empty());
   EXPECT_FALSE(case_dirs("invalid-quant").empty());
+  // The KV antiquant sample cases (FIA-SPEC 12) are all computed.
+  int antiquant = 0;
+  for (const auto& d : case_dirs("quant")) {
+    io::TensorFile in;
+    ASSERT_TRUE(io::read_safetensors(d + "/inputs.safetensors", &in).ok()) << d;
+    const DType k = in.tensors.count("key") ? in.tensors.at("key").dtype : in.tensors.at("key.0").dtype;
+    if ((k == DType::I8 || k == DType::I32) && not_yet_computed(d).empty()) ++antiquant;
+  }
+  EXPECT_GE(antiquant, 10);
 }
 
 }  // namespace
