@@ -289,6 +289,147 @@ TEST_P(WorkedExample, DocumentationSample) {
   EXPECT_EQ(o.softmax_lse.as<float>()[0], 0.0f);
 }
 
+/// An I8 tensor of `values`, or an I32 tensor of raw words.
+OwnedTensor int_tensor(DType dt, std::vector<std::int64_t> shape, const std::vector<std::int64_t>& values) {
+  OwnedTensor t(dt, std::move(shape));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (dt == DType::I8) t.as<std::int8_t>()[i] = static_cast<std::int8_t>(values[i]);
+    else t.as<std::int32_t>()[i] = static_cast<std::int32_t>(static_cast<std::uint32_t>(values[i]));
+  }
+  return t;
+}
+
+/// One query row over one int8 key/value token (BNSD, B = N = 1, D = 2, scale 1): the softmax
+/// weight is 1, so the output is the dequantized value row and the LSE the score q · k_real.
+TestCall one_int8_token(const std::vector<float>& q, const std::vector<std::int64_t>& k,
+                        const std::vector<std::int64_t>& v) {
+  TestCall c;
+  c.args.input_layout = "BNSD";
+  c.args.softmax_lse_flag = true;
+  c.args.query = c.keep(tensor_of(DType::F16, {1, 1, 1, 2}, q));
+  c.args.key = {c.keep(int_tensor(DType::I8, {1, 1, 1, 2}, k))};
+  c.args.value = {c.keep(int_tensor(DType::I8, {1, 1, 1, 2}, v))};
+  return c;
+}
+
+float f16_at(const Outputs& o, std::int64_t i) { return detail::f16_to_f32(o.attention_out.as<std::uint16_t>()[i]); }
+
+// 22.11: x_real = (x + offset) * scale: int8 -3 with offset 2 and scale 0.5 is -0.5; without the
+// offset -1.5. Channel d uses scale[d] and offset[d] (per-channel (N, D)).
+TEST_P(WorkedExample, AntiquantInt8OffsetThenScale) {
+  for (const bool offset : {true, false}) {
+    TestCall c = one_int8_token({1, 1}, {-3, 5}, {-3, 4});
+    c.args.key_antiquant_scale = c.keep(tensor_of(DType::F16, {1, 2}, {0.5f, 0.25f}));
+    c.args.value_antiquant_scale = c.keep(tensor_of(DType::F16, {1, 2}, {0.5f, 0.25f}));
+    if (offset) {
+      c.args.key_antiquant_offset = c.keep(tensor_of(DType::F16, {1, 2}, {2, -1}));
+      c.args.value_antiquant_offset = c.keep(tensor_of(DType::F16, {1, 2}, {2, -1}));
+    }
+    Outputs o = run(c.args);
+    // k_real = [-0.5, 1] (offset) or [-1.5, 1.25]; v_real = [-0.5, 0.75] or [-1.5, 1].
+    EXPECT_EQ(f16_at(o, 0), offset ? -0.5f : -1.5f) << "offset " << offset;
+    EXPECT_EQ(f16_at(o, 1), offset ? 0.75f : 1.0f) << "offset " << offset;
+    EXPECT_EQ(o.softmax_lse.as<float>()[0], offset ? 0.5f : -0.25f) << "offset " << offset;
+  }
+}
+
+// 22.11 with a per-tensor scale (1) and the combined parameters (a leading axis 2: key, value).
+TEST_P(WorkedExample, AntiquantInt8PerTensorAndCombined) {
+  TestCall c = one_int8_token({1, 0}, {-3, 0}, {-3, 1});
+  c.args.key_antiquant_scale = c.keep(tensor_of(DType::F16, {1}, {0.5f}));
+  c.args.value_antiquant_scale = c.keep(tensor_of(DType::F16, {1}, {0.5f}));
+  c.args.key_antiquant_offset = c.keep(tensor_of(DType::F16, {1}, {2}));
+  c.args.value_antiquant_offset = c.keep(tensor_of(DType::F16, {1}, {2}));
+  Outputs o = run(c.args);
+  EXPECT_EQ(f16_at(o, 0), -0.5f);
+  EXPECT_EQ(f16_at(o, 1), 1.5f);
+  EXPECT_EQ(o.softmax_lse.as<float>()[0], -0.5f);
+
+  TestCall d = one_int8_token({1, 0}, {-3, 0}, {-3, 1});
+  d.args.antiquant_scale = d.keep(tensor_of(DType::F16, {2}, {0.5f, 0.25f}));  // key 0.5, value 0.25
+  d.args.antiquant_offset = d.keep(tensor_of(DType::F16, {2}, {2, 1}));        // key 2, value 1
+  o = run(d.args);
+  EXPECT_EQ(f16_at(o, 0), -0.5f);  // (-3 + 1) * 0.25
+  EXPECT_EQ(f16_at(o, 1), 0.5f);   // (1 + 1) * 0.25
+  EXPECT_EQ(o.softmax_lse.as<float>()[0], -0.5f);  // (-3 + 2) * 0.5
+}
+
+// 22.11 per-token (mode 1, scale (B, S')): token t of batch b uses scale[b][t] for every channel d
+// and every KV head. A zero query gives every token weight 1/4, so the output is the mean over t
+// of scale[b][t] * v[b][h][t][d] (powers of two and small integers: exact). S' = 6 > KV_S = 4:
+// columns 4 and 5 are never read. Mode 3 (B, N, S') scales each head separately.
+TEST_P(WorkedExample, AntiquantPerTokenScaleIndexing) {
+  const std::int64_t B = 2, N = 2, S = 4, D = 2, Sp = 6;
+  std::vector<std::int64_t> v(B * N * S * D), k(B * N * S * D);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<std::int64_t>(i % 7) - 3;
+    k[i] = static_cast<std::int64_t>(i * 5 % 11) - 5;  // irrelevant: the query is 0
+  }
+  const float pow2[] = {0.5f, 0.25f, 1.0f, 2.0f, 0.125f, 4.0f, 8.0f, 0.0625f};
+  for (const std::int64_t mode : {1, 3}) {
+    const std::int64_t heads = mode == 3 ? N : 1;
+    std::vector<float> sc(B * heads * Sp, 1e6f);  // unread columns: huge
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < heads; ++h)
+        for (std::int64_t t = 0; t < S; ++t) sc[(b * heads + h) * Sp + t] = pow2[(b * 3 + h * 5 + t) % 8];
+    TestCall c;
+    c.args.input_layout = "BNSD";
+    c.args.num_heads = N;
+    c.args.softmax_lse_flag = true;
+    c.args.query = c.keep(tensor_of(DType::F32, {B, N, 1, D}, std::vector<float>(B * N * D, 0.0f)));
+    c.args.key = {c.keep(int_tensor(DType::I8, {B, N, S, D}, k))};
+    c.args.value = {c.keep(int_tensor(DType::I8, {B, N, S, D}, v))};
+    const std::vector<std::int64_t> shape = mode == 3 ? std::vector<std::int64_t>{B, N, Sp} : std::vector<std::int64_t>{B, Sp};
+    c.args.key_antiquant_scale = c.keep(tensor_of(DType::F32, shape, sc));
+    c.args.value_antiquant_scale = c.keep(tensor_of(DType::F32, shape, sc));
+    c.args.key_antiquant_mode = c.args.value_antiquant_mode = mode;
+    Outputs o = run(c.args);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < N; ++h) {
+        EXPECT_NEAR(o.softmax_lse.as<float>()[b * N + h], std::log(4.0), 1e-6);
+        for (std::int64_t d = 0; d < D; ++d) {
+          double want = 0;
+          for (std::int64_t t = 0; t < S; ++t)
+            want += sc[(b * heads + (mode == 3 ? h : 0)) * Sp + t] * static_cast<double>(v[((b * N + h) * S + t) * D + d]);
+          EXPECT_EQ(o.attention_out.as<float>()[(b * N + h) * D + d], static_cast<float>(want / 4))
+              << "mode " << mode << " b " << b << " h " << h << " d " << d;
+        }
+      }
+  }
+}
+
+// 22.12: INT4 unpacking: eight two's-complement nibbles per int32, the lowest first. One token
+// (weight 1) with scale 1: the output row is the unpacked value word; with q = [1, 2, .., 8] the
+// LSE (the score) is sum (d + 1) * k[d] of the unpacked key word, which fixes the nibble order.
+TEST_P(WorkedExample, Int4Unpacking) {
+  struct Word {
+    std::uint32_t w;
+    std::vector<float> values;
+  };
+  const Word words[] = {
+      {0x87654321u, {1, 2, 3, 4, 5, 6, 7, -8}}, {0x11111111u, {1, 1, 1, 1, 1, 1, 1, 1}},
+      {0x00000001u, {1, 0, 0, 0, 0, 0, 0, 0}},  {0xFFFFFFFFu, {-1, -1, -1, -1, -1, -1, -1, -1}},
+      {0x0000000Fu, {-1, 0, 0, 0, 0, 0, 0, 0}},
+  };
+  for (const Word& x : words) {
+    TestCall c;
+    c.args.input_layout = "BNSD";
+    c.args.softmax_lse_flag = true;
+    c.args.query = c.keep(tensor_of(DType::F16, {1, 1, 1, 8}, {1, 2, 3, 4, 5, 6, 7, 8}));
+    c.args.key = {c.keep(int_tensor(DType::I32, {1, 1, 1, 1}, {x.w}))};
+    c.args.value = {c.keep(int_tensor(DType::I32, {1, 1, 1, 1}, {x.w}))};
+    c.args.key_antiquant_scale = c.keep(tensor_of(DType::F16, {1, 8}, std::vector<float>(8, 1.0f)));
+    c.args.value_antiquant_scale = c.keep(tensor_of(DType::F16, {1, 8}, std::vector<float>(8, 1.0f)));
+    Outputs o = run(c.args);
+    float score = 0;
+    for (int d = 0; d < 8; ++d) {
+      EXPECT_EQ(f16_at(o, d), x.values[d]) << std::hex << "0x" << x.w << std::dec << " element " << d;
+      score += static_cast<float>(d + 1) * x.values[d];
+    }
+    EXPECT_EQ(o.softmax_lse.as<float>()[0], score) << std::hex << "0x" << x.w;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, WorkedExample, ::testing::Values(Backend::kCpu, Backend::kReference),
                          [](const auto& info) { return info.param == Backend::kCpu ? "cpu" : "reference"; });
 
