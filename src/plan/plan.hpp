@@ -61,7 +61,7 @@ inline std::int64_t padded_rows(const WorkItem& it) {
 struct SplitGroup {
   WorkItem item;
   std::int64_t chunks = 0;
-  std::int64_t chunk_cols = 512;
+  std::int64_t chunk_cols = 0;
   bool stored = true;
   std::size_t scores_offset = 0;
   std::size_t partial_offset = 0;
