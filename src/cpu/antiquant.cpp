@@ -67,18 +67,26 @@ void scale_p_for_values(const Problem& p, const WorkItem& it, std::int64_t j0, s
   const Antiquant& v = p.value_antiquant;
   // Token by token into the running sums: the order of additions must not depend on where the
   // storage cuts runs (paged blocks, the prefix), so that every storage form gives the same bits.
+  // (The running sums are carried in locals: the same additions, kept in registers.)
   if (!v.per_token) {
-    for (std::int64_t r = 0; r < packed_rows(it); ++r)
-      for (std::int64_t c = 0; c < count; ++c) sum_p[r] += pr[r * row_stride + c];
+    for (std::int64_t r = 0; r < packed_rows(it); ++r) {
+      float s = sum_p[r];
+      for (std::int64_t c = 0; c < count; ++c) s += pr[r * row_stride + c];
+      sum_p[r] = s;
+    }
     return;
   }
   for_each_row_tokens(p, v, it, j0, [&](std::int64_t r, const float* ts, const float* to, std::int64_t st) {
     float* row = pr + r * row_stride;
+    float s = sum_p[r], so = sum_po[r];
     for (std::int64_t c = 0; c < count; ++c) {
-      row[c] *= ts[c * st];
-      sum_p[r] += row[c];
-      if (to) sum_po[r] += row[c] * to[c * st];
+      const float x = row[c] * ts[c * st];
+      row[c] = x;
+      s += x;
+      if (to) so += x * to[c * st];
     }
+    sum_p[r] = s;
+    sum_po[r] = so;
   });
 }
 
