@@ -80,10 +80,11 @@ void scale_p_for_values(const Problem& p, const WorkItem& it, std::int64_t j0, s
     float* row = pr + r * row_stride;
     float s = sum_p[r], so = sum_po[r];
     for (std::int64_t c = 0; c < count; ++c) {
-      const float x = row[c] * ts[c * st];
+      // A masked key (P = 0) contributes nothing, whatever its scale slot holds (25.1 #24).
+      const float x = row[c] == 0.0f ? 0.0f : row[c] * ts[c * st];
       row[c] = x;
       s += x;
-      if (to) so += x * to[c * st];
+      if (to && x != 0.0f) so += x * to[c * st];
     }
     sum_p[r] = s;
     sum_po[r] = so;
