@@ -72,54 +72,78 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
   }
 }
 
-/// The element source the decode products read: int4 rows are first unpacked to int8 rows.
+/// Tag types naming the element source a block of rows is read with.
 template <class Src>
-struct DotSrc {
+struct As {
   using type = Src;
 };
-template <>
-struct DotSrc<I4Src> {
-  using type = I8Src;
-};
 
-/// Logical elements unpacked per block of int4 tokens (16 tokens at head dim 128). The packed
-/// rows' prefetches are issued while a block is unpacked, so blocks must be short: on Emerald
-/// Rapids (2 threads, D5) 2048 ran 1.25x faster than 8192 and 1.1x faster than 512.
+/// Logical elements per block of rows that are unpacked or dequantized into a per-thread buffer
+/// (16 tokens at head dim 128). The packed rows' prefetches are issued while a block is prepared,
+/// so blocks must be short: on Emerald Rapids (2 threads, D5) 2048 ran 1.25x faster than 8192
+/// and 1.1x faster than 512.
 constexpr std::int64_t kUnpackBytes = 2048;
 
-/// Calls fn(t0, rows, prefetch) over `sub` (token rows of K when `keys`, else V) as the decode
-/// products read it: the run itself, or for int4 blocks of its tokens unpacked to int8 rows in a
-/// per-thread buffer (fn's tokens t0 .. t0 + rows.count), prefetching the packed rows meanwhile.
-/// Unpacking a row once serves every query row of the group and costs a few byte operations per
-/// vector, instead of per-lane nibble shifts in every product.
+/// f32 rows dequantized from int8/int4 rows with offsets (for_each_row_block). A masked key's
+/// offset slot may hold anything (NaN included, 25.1 #24), so P·V skips zero weights for them.
+struct DequantF32Src : F32Src {
+  static constexpr bool kSkipZeroWeights = true;
+};
+
+/// True when K (keys) or V of an int8/int4 call has offsets.
+HWY_INLINE bool has_offsets(const Problem& p, bool keys) {
+  const Antiquant& q = keys ? p.key_antiquant : p.value_antiquant;
+  return p.kv_format != KvFormat::kFloat && (!q.channel_offset.empty() || q.token_offset != nullptr);
+}
+
+/// Calls fn(As<Dot>(), t0, rows, prefetch) over `sub` (the token rows of K when `keys`, else V, of
+/// batch b, KV head h, logical columns from j) as the decode products read it:
+///   - float rows and int8 rows without offsets: the run itself, in place;
+///   - int4 rows without offsets: blocks unpacked to int8 rows (byte operations, once per row
+///     for every query row of the group instead of nibble shifts in every product);
+///   - int8/int4 rows with offsets: blocks dequantized to f32 rows x + offset (FIA-SPEC 12.1:
+///     the offset is added before any product, so an offset that cancels the stored value leaves
+///     exactly 0 instead of the difference of two large sums).
+/// Scales are never applied here: they fold multiplicatively (cpu/antiquant.hpp). Blocks live in a
+/// per-thread buffer, their rows `dim` apart, and prefetch the packed rows as they are prepared.
 template <class Src, class Fn>
-HWY_INLINE void for_each_row_block(const Problem& p, const KvRun& sub, bool keys, const Prefetch& pf, Fn fn) {
-  if constexpr (!std::is_same_v<Src, I4Src>) {
-    (void)p, (void)keys;
-    fn(0, sub, pf);
-  } else {
-    static thread_local std::vector<std::int8_t> buffer;
+HWY_INLINE void for_each_row_block(const Problem& p, const KvRun& sub, bool keys, std::int64_t b, std::int64_t h,
+                                   std::int64_t j, const Prefetch& pf, Fn fn) {
+  constexpr bool kInt = std::is_same_v<Src, I8Src> || std::is_same_v<Src, I4Src>;
+  const bool offsets = kInt && has_offsets(p, keys);
+  if (!offsets && !std::is_same_v<Src, I4Src>) {
+    fn(As<Src>(), 0, sub, pf);
+    return;
+  }
+  if constexpr (kInt) {
+    using T = typename Src::T;
+    static thread_local std::vector<float> buffer;  // f32 rows, or int8 rows in its bytes
     const std::int64_t dim = keys ? p.qk_dim : p.v_dim;
     const std::int64_t block = std::clamp<std::int64_t>(kUnpackBytes / dim, 1, 64);
     if (buffer.size() < static_cast<std::size_t>(block * dim)) buffer.resize(static_cast<std::size_t>(block * dim));
-    const auto* packed = static_cast<const std::int32_t*>(keys ? sub.key : sub.value);
+    const auto* stored = static_cast<const T*>(keys ? sub.key : sub.value);
     const std::int64_t stride = keys ? sub.key_stride : sub.value_stride;
+    const RunFactors f(p, keys ? p.key_antiquant : p.value_antiquant, dim, b, h, j);
     for (std::int64_t t0 = 0; t0 < sub.count; t0 += block) {
       const std::int64_t n = std::min(block, sub.count - t0);
       for (std::int64_t t = 0; t < n; ++t) {
         pf.at(t0 + t);
-        unpack_int4_row(packed + (t0 + t) * stride, dim, buffer.data() + t * dim);
+        const T* row = stored + (t0 + t) * stride;
+        if (offsets) {
+          float* out = buffer.data() + t * dim;
+          widen_row<Src>(row, dim, out);
+          dequant_row(out, dim, nullptr, f.co, 1.0f, f.offset(t0 + t));
+        } else if constexpr (std::is_same_v<Src, I4Src>) {
+          unpack_int4_row(row, dim, reinterpret_cast<std::int8_t*>(buffer.data()) + t * dim);
+        }
       }
       KvRun rows = sub;
       rows.count = n;
-      if (keys) {
-        rows.key = buffer.data();
-        rows.key_stride = dim;
-      } else {
-        rows.value = buffer.data();
-        rows.value_stride = dim;
-      }
-      fn(t0, rows, Prefetch{});
+      const void* data = buffer.data();
+      (keys ? rows.key : rows.value) = data;
+      (keys ? rows.key_stride : rows.value_stride) = dim;
+      if (offsets) fn(As<DequantF32Src>(), t0, rows, Prefetch{});
+      else fn(As<I8Src>(), t0, rows, Prefetch{});
     }
   }
 }
@@ -221,15 +245,12 @@ HWY_INLINE float scale_row(DF df, float* x, std::int64_t n, float scale) {
 template <class Src>
 void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                    float* m) {
-  using Dot = typename DotSrc<Src>::type;
   const DF df;
   const std::int64_t R = packed_rows(it), kw = p.qk_dim + p.rope_dim;
   for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r * kw, 1);
-  // Antiquant K (cpu/antiquant.hpp): the channel scale folded into Q, per-row terms a and b.
-  const bool antiquant = p.kv_format != KvFormat::kFloat, terms = antiquant && key_needs_terms(p);
-  float* a = s.q + R * kw;
-  float* b = a + R;
-  if (antiquant) fold_key_scale(p, it, s.q, kw, a, b);
+  // Antiquant K (cpu/antiquant.hpp): channel scales folded into Q, token scales into the scores.
+  const bool antiquant = p.kv_format != KvFormat::kFloat;
+  if (antiquant) fold_key_scale(p, it, s.q, kw);
   std::fill(m, m + R, kNegInf);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
@@ -237,8 +258,10 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
     for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
       for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim,
                      [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
-                       for_each_row_block<Src>(p, sub, true, prefetch, [&](std::int64_t t0, const KvRun& rows,
-                                                                           const Prefetch& block_pf) {
+                       const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
+                       for_each_row_block<Src>(p, sub, true, it.b, h, c0 + c + t, prefetch,
+                                               [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {
+                         using Dot = typename decltype(as)::type;
                          for (std::int64_t g0 = 0; g0 < it.heads; g0 += 4) {
                            const float* q = s.q + (base_r + g0) * kw;
                            float* out = tile_scores + (base_r + g0) * sv.row_stride + c + t + t0;
@@ -252,7 +275,7 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
                          }
                        });
                      });
-      if (terms) finish_key_scores(p, it, c0 + c, run.count, tile_scores + c, sv.row_stride, a, b);
+      if (antiquant) finish_key_scores(p, it, c0 + c, run.count, tile_scores + c, sv.row_stride);
     });
     const bool plain = tile_fully_visible(p, it, c0, nc) && !p.has_pse;
     for (std::int64_t r = 0; r < R; ++r) {
@@ -290,7 +313,8 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
     const VF v2 = NV > 2 ? Src::load(df, vt, d0 + 2 * L) : v0;
     const VF v3 = NV > 3 ? Src::load(df, vt, d0 + 3 * L) : v0;
 #define FIA_ROW(r)                                        \
-  if constexpr (ROWS > r) {                               \
+  if constexpr (ROWS > r)                                 \
+    if (!Src::kSkipZeroWeights || pr[r * ps + t] != 0.0f) { \
     const VF w = hn::Set(df, pr[r * ps + t]);             \
     c##r##0 = hn::MulAdd(w, v0, c##r##0);                 \
     if constexpr (NV > 1) c##r##1 = hn::MulAdd(w, v1, c##r##1); \
@@ -322,22 +346,19 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
   const auto* v = static_cast<const typename Src::T*>(run.value);
   for (std::int64_t d = d0; d < vd; ++d)
     for (std::int64_t t = 0; t < run.count; ++t)
-      for (int r = 0; r < ROWS; ++r) acc[r * vd + d] += pr[r * ps + t] * Src::one(v + t * run.value_stride, d);
+      for (int r = 0; r < ROWS; ++r)
+        if (!Src::kSkipZeroWeights || pr[r * ps + t] != 0.0f) acc[r * vd + d] += pr[r * ps + t] * Src::one(v + t * run.value_stride, d);
 }
 
 template <class Src>
 void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                        const float* m, float* l, float* acc) {
-  using Dot = typename DotSrc<Src>::type;
   const DF df;
   const std::int64_t R = packed_rows(it), vd = p.v_dim;
   std::fill(l, l + R, 0.0f);
   std::fill(acc, acc + R * vd, 0.0f);
-  // Antiquant V (cpu/antiquant.hpp): P is scaled by the token scales, sums of P' kept per row.
-  const bool antiquant = p.kv_format != KvFormat::kFloat, sums = antiquant && value_needs_sums(p);
-  float* sum_p = s.q;
-  float* sum_po = s.q + R;
-  if (sums) std::fill(s.q, s.q + 2 * R, 0.0f);
+  // Antiquant V (cpu/antiquant.hpp): P times the token scales, the channel scales at the end.
+  const bool antiquant = p.kv_format != KvFormat::kFloat;
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* tile_p = sv.base + (c0 - it.col_begin);
@@ -347,11 +368,13 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
       else l[r] += exp_row(df, row, nc, m[r], p.dtype);
     }
     for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
-      if (sums) scale_p_for_values(p, it, c0 + c, run.count, tile_p + c, sv.row_stride, sum_p, sum_po);
+      if (antiquant) scale_p_for_values(p, it, c0 + c, run.count, tile_p + c, sv.row_stride);
       for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd,
                      [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
-                       for_each_row_block<Src>(p, sub, false, prefetch, [&](std::int64_t t0, const KvRun& rows,
-                                                                            const Prefetch& block_pf) {
+                       const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
+                       for_each_row_block<Src>(p, sub, false, it.b, h, c0 + c + t, prefetch,
+                                               [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {
+                         using Dot = typename decltype(as)::type;
                          for (std::int64_t g0 = 0; g0 < it.heads; g0 += 4) {
                            const float* pr = tile_p + (base_r + g0) * sv.row_stride + c + t + t0;
                            float* a = acc + (base_r + g0) * vd;
@@ -367,7 +390,7 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
                      });
     });
   }
-  if (antiquant) finish_values(p, it, acc, sum_p, sum_po);
+  if (antiquant) finish_values(p, it, acc);
 }
 
 }  // namespace fia::detail::HWY_NAMESPACE

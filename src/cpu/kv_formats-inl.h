@@ -23,16 +23,19 @@ using VF = hn::Vec<DF>;
 // (cpu/antiquant.hpp in decode, dequant_row in prefill).
 
 struct F16Src {
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
   using T = hwy::float16_t;
   static float one(const T* row, std::int64_t d) { return f16_to_f32(reinterpret_cast<const std::uint16_t*>(row)[d]); }
   static VF load(DF df, const T* row, std::int64_t d) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), row + d)); }
 };
 struct BF16Src {
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
   using T = hwy::bfloat16_t;
   static float one(const T* row, std::int64_t d) { return bf16_to_f32(reinterpret_cast<const std::uint16_t*>(row)[d]); }
   static VF load(DF df, const T* row, std::int64_t d) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), row + d)); }
 };
 struct F32Src {
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
   using T = float;
   static float one(const T* row, std::int64_t d) { return row[d]; }
   static VF load(DF df, const T* row, std::int64_t d) { return hn::LoadU(df, row + d); }
@@ -40,6 +43,7 @@ struct F32Src {
 
 /// int8 K/V: sign-extended in registers.
 struct I8Src {
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
   using T = std::int8_t;
   static float one(const T* row, std::int64_t d) { return row[d]; }
   static VF load(DF df, const T* row, std::int64_t d) {
@@ -51,6 +55,7 @@ struct I8Src {
 /// int4 K/V packed eight to an int32, lowest nibble first (FIA-SPEC 12.6): element d is nibble
 /// d % 8 of word d / 8, two's complement.
 struct I4Src {
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
   using T = std::int32_t;
   static float one(const T* row, std::int64_t d) {
     const auto w = static_cast<std::uint32_t>(row[d / 8]);
@@ -108,6 +113,28 @@ HWY_INLINE void unpack_int4_row(const std::int32_t* row, std::int64_t n, std::in
   }
   for (std::int64_t d = 2 * k; d < n; ++d) out[d] = static_cast<std::int8_t>(I4Src::one(row, d));
 }
+
+/// The antiquant factors of one K or V run of KV head h (FIA-SPEC 12.3): channel tables (null:
+/// none) and the token factors of the run's first token (token_stride apart).
+struct RunFactors {
+  const float* cs = nullptr;
+  const float* co = nullptr;
+  const float* ts = nullptr;
+  const float* to = nullptr;
+  std::int64_t stride = 0;
+
+  RunFactors(const Problem& p, const Antiquant& q, std::int64_t dim, std::int64_t b, std::int64_t h, std::int64_t j) {
+    if (!q.channel_scale.empty()) cs = q.channel_scale.data() + h * dim;
+    if (!q.channel_offset.empty()) co = q.channel_offset.data() + h * dim;
+    if (!q.per_token) return;
+    const std::int64_t o = p.token_factor_offset(q, b, h, j);
+    ts = q.token_scale + o;
+    if (q.token_offset) to = q.token_offset + o;
+    stride = q.token_stride;
+  }
+  float scale(std::int64_t t) const { return ts ? ts[t * stride] : 1.0f; }
+  float offset(std::int64_t t) const { return to ? to[t * stride] : 0.0f; }
+};
 
 /// dst[0:n) = float(row[0:n)).
 template <class Src>

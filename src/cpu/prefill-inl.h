@@ -14,28 +14,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- wide items (prefill): f32 tiles, products register-blocked over rows ------------------
 
-/// The antiquant factors of one K or V run of KV head h (FIA-SPEC 12.3): channel tables (null:
-/// none) and the token factors of the run's first token (token_stride apart).
-struct RunFactors {
-  const float* cs = nullptr;
-  const float* co = nullptr;
-  const float* ts = nullptr;
-  const float* to = nullptr;
-  std::int64_t stride = 0;
-
-  RunFactors(const Problem& p, const Antiquant& q, std::int64_t dim, std::int64_t b, std::int64_t h, std::int64_t j) {
-    if (!q.channel_scale.empty()) cs = q.channel_scale.data() + h * dim;
-    if (!q.channel_offset.empty()) co = q.channel_offset.data() + h * dim;
-    if (!q.per_token) return;
-    const std::int64_t o = p.token_factor_offset(q, b, h, j);
-    ts = q.token_scale + o;
-    if (q.token_offset) to = q.token_offset + o;
-    stride = q.token_stride;
-  }
-  float scale(std::int64_t t) const { return ts ? ts[t * stride] : 1.0f; }
-  float offset(std::int64_t t) const { return to ? to[t * stride] : 0.0f; }
-};
-
 /// Widens tokens [j0, j0 + count) of key (with rope) or value rows into a c-major f32 tile,
 /// dequantizing int8/int4 rows exactly (x + offset) * scale once per tile (FIA-SPEC 12.1).
 template <class Src>

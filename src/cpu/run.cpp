@@ -39,7 +39,7 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
     return r;
   };
   Scratch s;
-  s.tiles.q = take(R * (kw + 2));  // + 2 floats per row: antiquant terms (cpu/antiquant.hpp)
+  s.tiles.q = take(R * kw);
   s.tiles.k = take(C * kw);
   s.tiles.v = take(C * vd);
   s.tiles.acc_t = take(R * vd);

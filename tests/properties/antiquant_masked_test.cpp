@@ -1,11 +1,14 @@
-// Masked keys contribute nothing, whatever their antiquant scale and offset slots hold
-// (FIA-SPEC 25.1 #24): NaN token scales and offsets of masked columns leave the output finite and
-// equal to the float64 reference, which never reads them.
+// Antiquant edge values: masked keys contribute nothing, whatever their scale and offset slots
+// hold (FIA-SPEC 25.1 #24); offsets that cancel the stored values give the exact (x + offset) *
+// scale of 12.1, not the difference of two large sums.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
+
+#include "numeric/half.hpp"
 
 #include "support/call_builder.hpp"
 #include "support/criterion.hpp"
@@ -71,6 +74,67 @@ TEST_P(MaskedTokenScales, NaNInMaskedSlotsDoesNotLeak) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, MaskedTokenScales, ::testing::Range(0, 8));
+
+/// Per-channel offsets equal to minus the stored value on every channel but the first, a large
+/// query: Q·K is then carried by one channel, and any folding of the offsets into separate sums
+/// cancels catastrophically (it missed criterion A on up to 73 % of elements).
+class CancellingOffsets : public ::testing::TestWithParam<int> {};
+
+TEST_P(CancellingOffsets, MatchTheReference) {
+  const int i = GetParam();
+  CallSpec s;
+  s.layout = "BNSD";
+  s.dtype = DType::F16;
+  s.num_heads = 2;
+  s.num_kv_heads = 1;
+  s.q_seq = i % 2 ? 8 : 1;  // decode items, and narrow prefill rows
+  s.kv_seq = 64;
+  s.qk_dim = 128;
+  s.lse = true;
+  s.value_range = 100.0f;
+  s.scale = 1.0;
+  set_antiquant(s, KvQuant::kInt8, AntiquantKind::kChannel, 0);
+  s.quant.channel_shape = "ND";
+  s.quant.offsets = true;
+  s.quant.combined = false;
+  TestCall call = build_call(s, 7100 + static_cast<std::uint64_t>(i));
+  FiaArgs& a = call.args;
+  auto* k = static_cast<std::int8_t*>(const_cast<void*>(a.key[0].data));
+  auto* v = static_cast<std::int8_t*>(const_cast<void*>(a.value[0].data));
+  std::mt19937_64 rng(static_cast<std::uint64_t>(i));
+  // Channel 0 carries small differences between tokens, so the softmax is not one-hot.
+  auto* q = static_cast<std::uint16_t*>(const_cast<void*>(a.query.data));
+  for (std::int64_t n = 0; n < s.num_heads; ++n)
+    for (std::int64_t r = 0; r < s.q_seq; ++r) q[n * a.query.stride(1) + r * a.query.stride(2)] = detail::f32_to_f16(1.0f);
+  for (std::int64_t t = 0; t < s.kv_seq; ++t)
+    k[t * a.key[0].stride(2)] = static_cast<std::int8_t>(static_cast<int>(rng() % 7) - 3);
+  for (std::int64_t d = 1; d < s.qk_dim; ++d) {
+    const auto c = static_cast<std::int8_t>((rng() % 2 ? 1 : -1) * static_cast<int>(100 + rng() % 28));
+    for (std::int64_t t = 0; t < s.kv_seq; ++t) {
+      k[t * a.key[0].stride(2) + d * a.key[0].stride(3)] = c;
+      if (i >= 2) v[t * a.value[0].stride(2) + d * a.value[0].stride(3)] = c;
+    }
+    auto set_offset = [&](const TensorView& t) {
+      static_cast<std::uint16_t*>(const_cast<void*>(t.data))[d * t.stride(1)] = detail::f32_to_f16(-static_cast<float>(c));
+    };
+    set_offset(a.key_antiquant_offset);
+    static_cast<std::uint16_t*>(const_cast<void*>(a.key_antiquant_scale.data))[d * a.key_antiquant_scale.stride(1)] =
+        detail::f32_to_f16(0.3337f);
+    if (i >= 2) set_offset(a.value_antiquant_offset);
+  }
+  detail::ReferenceResult exact;
+  Status st = reference_exact(a, &exact);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  Outputs out;
+  st = run_call(a, Backend::kCpu, 2, &out);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  const Verdict v1 = criterion_a(out.attention_out, exact.out);
+  EXPECT_TRUE(v1.pass) << v1.detail << "\n" << describe(s);
+  const Verdict l = lse_match(out.softmax_lse, exact.lse);
+  EXPECT_TRUE(l.pass) << l.detail << "\n" << describe(s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CancellingOffsets, ::testing::Range(0, 4));
 
 }  // namespace
 }  // namespace fia::test
