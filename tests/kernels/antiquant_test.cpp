@@ -11,7 +11,7 @@
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
 #include "support/call_builder.hpp"
-#include "support/criterion.hpp"
+#include "support/expectations.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 
@@ -41,21 +41,7 @@ CallSpec random_quant_spec(std::uint64_t seed) {
 /// The cpu backend (2 threads) against the exact reference: criterion A and the LSE.
 void expect_matches_reference(const CallSpec& spec, std::uint64_t seed, const std::string& isa) {
   TestCall call = build_call(spec, seed);
-  detail::ReferenceResult exact;
-  Status st = reference_exact(call.args, &exact);
-  ASSERT_TRUE(st.ok()) << st.to_string() << "\n" << describe(spec);
-  Outputs out;
-  st = run_call(call.args, Backend::kCpu, 2, &out);
-  ASSERT_TRUE(st.ok()) << st.to_string() << "\n" << describe(spec);
-  if (!isa.empty()) {
-    EXPECT_STREQ(detail::kernel_isa(), isa.c_str());
-  }
-  const Verdict v = criterion_a(out.attention_out, exact.out);
-  EXPECT_TRUE(v.pass) << isa << ": " << v.detail << "\n" << describe(spec) << " seed " << seed;
-  if (spec.lse) {
-    const Verdict l = lse_match(out.softmax_lse, exact.lse);
-    EXPECT_TRUE(l.pass) << isa << ": " << l.detail << "\n" << describe(spec) << " seed " << seed;
-  }
+  expect_cpu_matches_reference(call.args, spec.lse, describe(spec) + " seed " + std::to_string(seed), 2, isa);
 }
 
 /// The storage forms of the systematic sweep.
@@ -218,15 +204,7 @@ TEST_P(AntiquantThreadInvariance, OneAndTwoThreadsAreBitIdentical) {
   CallSpec spec = random_quant_spec(seed);
   spec.lse = true;
   TestCall call = build_call(spec, seed);
-  detail::PlanLimits parallel;
-  parallel.serial_work = 0;
-  parallel.chunk_cols = 16;
-  const Outputs one = run_with_limits(call.args, parallel, 1);
-  const Outputs two = run_with_limits(call.args, parallel, 2);
-  const Outputs many = run_with_limits(call.args, parallel, 5);
-  EXPECT_EQ(one.attention_out.bytes, two.attention_out.bytes) << describe(spec);
-  EXPECT_EQ(one.softmax_lse.bytes, two.softmax_lse.bytes) << describe(spec);
-  EXPECT_EQ(one.attention_out.bytes, many.attention_out.bytes) << describe(spec);
+  expect_thread_invariant(call.args, describe(spec));
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, AntiquantThreadInvariance, ::testing::Range<std::uint64_t>(4000, 4080));

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "support/call_builder.hpp"
-#include "support/criterion.hpp"
+#include "support/expectations.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 
@@ -12,18 +12,7 @@ namespace {
 
 void expect_matches_reference(const CallSpec& spec, std::uint64_t seed, int threads = 2) {
   TestCall call = build_call(spec, seed);
-  detail::ReferenceResult exact;
-  Status st = reference_exact(call.args, &exact);
-  ASSERT_TRUE(st.ok()) << st.to_string() << "\n" << describe(spec);
-  Outputs out;
-  st = run_call(call.args, Backend::kCpu, threads, &out);
-  ASSERT_TRUE(st.ok()) << st.to_string() << "\n" << describe(spec);
-  const Verdict v = criterion_a(out.attention_out, exact.out);
-  EXPECT_TRUE(v.pass) << v.detail << "\n" << describe(spec);
-  if (spec.lse) {
-    const Verdict l = lse_match(out.softmax_lse, exact.lse);
-    EXPECT_TRUE(l.pass) << l.detail << "\n" << describe(spec);
-  }
+  expect_cpu_matches_reference(call.args, spec.lse, describe(spec), threads);
 }
 
 class RandomSweep : public ::testing::TestWithParam<std::uint64_t> {};

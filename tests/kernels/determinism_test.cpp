@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "support/call_builder.hpp"
+#include "support/expectations.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 
@@ -15,16 +16,7 @@ TEST_P(ThreadInvariance, OneAndTwoThreadsAreBitIdentical) {
   CallSpec spec = random_spec(seed);
   spec.lse = true;
   TestCall call = build_call(spec, seed);
-  // Small calls run on one thread by default: force the workers on.
-  detail::PlanLimits parallel;
-  parallel.serial_work = 0;
-  parallel.chunk_cols = 16;  // split even these short rows, so that the chunk merge runs too
-  const Outputs one = run_with_limits(call.args, parallel, 1);
-  const Outputs two = run_with_limits(call.args, parallel, 2);
-  const Outputs many = run_with_limits(call.args, parallel, 5);
-  EXPECT_EQ(one.attention_out.bytes, two.attention_out.bytes) << describe(spec);
-  EXPECT_EQ(one.softmax_lse.bytes, two.softmax_lse.bytes) << describe(spec);
-  EXPECT_EQ(one.attention_out.bytes, many.attention_out.bytes) << describe(spec);
+  expect_thread_invariant(call.args, describe(spec));
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, ThreadInvariance, ::testing::Range<std::uint64_t>(1000, 1040));

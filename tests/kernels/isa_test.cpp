@@ -6,7 +6,7 @@
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
 #include "support/call_builder.hpp"
-#include "support/criterion.hpp"
+#include "support/expectations.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 
@@ -20,19 +20,7 @@ class PerIsa : public ::testing::TestWithParam<std::string> {
 
   void check(const CallSpec& spec, std::uint64_t seed) {
     TestCall call = build_call(spec, seed);
-    detail::ReferenceResult exact;
-    Status st = reference_exact(call.args, &exact);
-    ASSERT_TRUE(st.ok()) << st.to_string() << "\n" << describe(spec);
-    Outputs out;
-    st = run_call(call.args, Backend::kCpu, 2, &out);
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    EXPECT_STREQ(detail::kernel_isa(), GetParam().c_str());
-    const Verdict v = criterion_a(out.attention_out, exact.out);
-    EXPECT_TRUE(v.pass) << GetParam() << ": " << v.detail << "\n" << describe(spec);
-    if (spec.lse) {
-      const Verdict l = lse_match(out.softmax_lse, exact.lse);
-      EXPECT_TRUE(l.pass) << GetParam() << ": " << l.detail << "\n" << describe(spec);
-    }
+    expect_cpu_matches_reference(call.args, spec.lse, describe(spec), 2, GetParam());
   }
 };
 

@@ -11,8 +11,7 @@
 #include "numeric/half.hpp"
 
 #include "support/call_builder.hpp"
-#include "support/criterion.hpp"
-#include "support/run_helpers.hpp"
+#include "support/expectations.hpp"
 
 namespace fia::test {
 namespace {
@@ -61,16 +60,7 @@ TEST_P(MaskedTokenScales, NaNInMaskedSlotsDoesNotLeak) {
       }
     }
   ASSERT_GT(poisoned, 0);
-  detail::ReferenceResult exact;
-  Status st = reference_exact(a, &exact);
-  ASSERT_TRUE(st.ok()) << st.to_string();
-  Outputs out;
-  st = run_call(a, Backend::kCpu, 2, &out);
-  ASSERT_TRUE(st.ok()) << st.to_string();
-  const Verdict v = criterion_a(out.attention_out, exact.out);
-  EXPECT_TRUE(v.pass) << v.detail << "\n" << describe(s);
-  const Verdict l = lse_match(out.softmax_lse, exact.lse);
-  EXPECT_TRUE(l.pass) << l.detail << "\n" << describe(s);
+  expect_cpu_matches_reference(a, true, describe(s));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, MaskedTokenScales, ::testing::Range(0, 8));
@@ -122,16 +112,7 @@ TEST_P(CancellingOffsets, MatchTheReference) {
         detail::f32_to_f16(0.3337f);
     if (i >= 2) set_offset(a.value_antiquant_offset);
   }
-  detail::ReferenceResult exact;
-  Status st = reference_exact(a, &exact);
-  ASSERT_TRUE(st.ok()) << st.to_string();
-  Outputs out;
-  st = run_call(a, Backend::kCpu, 2, &out);
-  ASSERT_TRUE(st.ok()) << st.to_string();
-  const Verdict v1 = criterion_a(out.attention_out, exact.out);
-  EXPECT_TRUE(v1.pass) << v1.detail << "\n" << describe(s);
-  const Verdict l = lse_match(out.softmax_lse, exact.lse);
-  EXPECT_TRUE(l.pass) << l.detail << "\n" << describe(s);
+  expect_cpu_matches_reference(a, true, describe(s));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CancellingOffsets, ::testing::Range(0, 4));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/call_builder.hpp"
+#include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 
 namespace fia::test {
@@ -73,37 +74,9 @@ inline void expect_same_bits(const FiaArgs& a, const std::string& a_what, const 
 inline CallSpec quant_spec(std::uint64_t seed, KvStorage storage, KvQuant format,
                            std::vector<AntiquantKind> kinds = {}) {
   std::mt19937_64 rng(seed);
-  CallSpec s;
-  s.layout = "BNSD";
+  CallSpec s = storage_spec(rng, storage);
   // F32 too: its output shows every rounding difference that fp16/bf16 outputs would mostly hide.
   s.dtype = seed % 3 == 2 ? DType::F32 : seed % 2 ? DType::BF16 : DType::F16;
-  s.batch = 2 + static_cast<std::int64_t>(rng() % 3);
-  s.num_kv_heads = 1 + static_cast<std::int64_t>(rng() % 2);
-  s.num_heads = s.num_kv_heads * (1 + static_cast<std::int64_t>(rng() % 3));
-  s.qk_dim = 16 << (rng() % 3);
-  s.q_seq = rng() % 3 == 0 ? 1 : 1 + static_cast<std::int64_t>(rng() % 20);
-  s.kv_seq = 1 + static_cast<std::int64_t>(rng() % 90);
-  std::vector<std::int64_t> kv(s.batch);
-  for (auto& v : kv) v = static_cast<std::int64_t>(rng() % (s.kv_seq + 1));
-  s.act_kv = kv;
-  s.storage = storage;
-  s.block_size = 1 + static_cast<std::int64_t>(rng() % 20);
-  s.paged_bnbsd = rng() % 2;
-  s.lse = true;
-  s.sink = rng() % 3 == 0;
-  s.pse = rng() % 3 == 0;
-  switch (rng() % 4) {
-    case 0: break;
-    case 1: s.mask = MaskKind::kFull; s.mask_rank = 4; s.sparse_mode = 1; break;
-    case 2: s.mask = MaskKind::kCompressed; s.sparse_mode = s.q_seq > 1 ? 3 : 0; break;
-    default:
-      s.mask = MaskKind::kCompressed;
-      s.sparse_mode = s.q_seq > 1 ? 4 : 0;
-      s.pre_tokens = static_cast<std::int64_t>(rng() % 30);
-      s.next_tokens = static_cast<std::int64_t>(rng() % 10) - 3;
-      break;
-  }
-  if (s.mask == MaskKind::kCompressed && s.sparse_mode == 0) s.mask = MaskKind::kNone;
   const std::vector<AntiquantKind> allowed = antiquant_kinds(s);
   if (kinds.empty()) kinds = allowed;
   std::vector<AntiquantKind> usable;

@@ -1,0 +1,41 @@
+#include "support/expectations.hpp"
+
+#include <gtest/gtest.h>
+
+#include "cpu/attention_item.hpp"
+#include "support/criterion.hpp"
+#include "support/run_helpers.hpp"
+
+namespace fia::test {
+
+void expect_cpu_matches_reference(const FiaArgs& args, bool lse, const std::string& context, int threads,
+                                  const std::string& isa) {
+  detail::ReferenceResult exact;
+  Status st = reference_exact(args, &exact);
+  ASSERT_TRUE(st.ok()) << st.to_string() << "\n" << context;
+  Outputs out;
+  st = run_call(args, Backend::kCpu, threads, &out);
+  ASSERT_TRUE(st.ok()) << st.to_string() << "\n" << context;
+  if (!isa.empty()) EXPECT_STREQ(detail::kernel_isa(), isa.c_str());
+  const Verdict v = criterion_a(out.attention_out, exact.out);
+  EXPECT_TRUE(v.pass) << isa << (isa.empty() ? "" : ": ") << v.detail << "\n" << context;
+  if (lse) {
+    const Verdict l = lse_match(out.softmax_lse, exact.lse);
+    EXPECT_TRUE(l.pass) << isa << (isa.empty() ? "" : ": ") << l.detail << "\n" << context;
+  }
+}
+
+void expect_thread_invariant(const FiaArgs& args, const std::string& context) {
+  // Small calls run on one thread by default: force the workers on.
+  detail::PlanLimits parallel;
+  parallel.serial_work = 0;
+  parallel.chunk_cols = 16;  // split even short rows, so that the chunk merge runs too
+  const Outputs one = run_with_limits(args, parallel, 1);
+  const Outputs two = run_with_limits(args, parallel, 2);
+  const Outputs many = run_with_limits(args, parallel, 5);
+  EXPECT_EQ(one.attention_out.bytes, two.attention_out.bytes) << context;
+  EXPECT_EQ(one.softmax_lse.bytes, two.softmax_lse.bytes) << context;
+  EXPECT_EQ(one.attention_out.bytes, many.attention_out.bytes) << context;
+}
+
+}  // namespace fia::test
