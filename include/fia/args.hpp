@@ -13,6 +13,22 @@ namespace fia {
 /// The default of `pre_tokens` / `next_tokens` (FIA-SPEC Appendix A).
 inline constexpr std::int64_t kIntMax = 2147483647;
 
+/// The operator a call came through. FIA, IncreFlashAttention (IFA) and PromptFlashAttention (PFA)
+/// compute the same attention, but the vendor's goldens for each round the softmax numerators P
+/// differently, and fia follows the path's golden (FIA-SPEC 25.3):
+///   kFusedInferAttentionScore: E = exp(S - m) rounded to the query dtype before P·V, except on
+///     the TND/NTD layouts ("split fuse"), where P stays f32 (inner_precise bit 0 = 0) or is
+///     rounded to fp16 per 512-key tile against the running max (bit 0 = 1);
+///   kIncreFlashAttention: P = E / l normalised in f32, then rounded to fp16 for an fp16 query;
+///   kPromptFlashAttention: as FIA on non-token layouts, whatever the layout.
+/// The C API and the Python functions set it from the entry point called; C++ callers of the FIA
+/// operator keep the default.
+enum class EntryPoint {
+  kFusedInferAttentionScore,  ///< aclnnFusedInferAttentionScore V1-V4, npu_fused_infer_attention_score(_v2)
+  kIncreFlashAttention,       ///< aclnnIncreFlashAttention V1-V4, npu_incre_flash_attention
+  kPromptFlashAttention,      ///< aclnnPromptFlashAttention V1-V3, npu_prompt_flash_attention
+};
+
 /// All inputs of one FusedInferAttentionScore call (FIA-SPEC 2.1), named as the torch_npu v1
 /// keyword arguments, with FIA's defaults. An optional tensor is absent when its view is not
 /// `present()`; an optional int array is absent when the std::optional is empty.
@@ -65,6 +81,9 @@ struct FiaArgs {
   std::int64_t key_antiquant_mode = 0;
   std::int64_t value_antiquant_mode = 0;
   std::int64_t query_quant_mode = 0;
+
+  // --- the call itself -----------------------------------------------------------------
+  EntryPoint entry_point = EntryPoint::kFusedInferAttentionScore;  ///< numerics per path (25.3)
 };
 
 /// Which implementation computes the result.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "args/layout.hpp"
+#include "fia/args.hpp"
 #include "fia/tensor.hpp"
 
 namespace fia::detail {
@@ -122,6 +123,22 @@ struct Antiquant {
   std::int64_t block_stride = 0;
 };
 
+/// How the softmax numerators P are formed before P·V (FIA-SPEC 25.3). In every case l is the sum
+/// of the unrounded E = exp(S - m) over the row (m the exact row max) and LSE = m + ln(l):
+///   kRoundE:        P = round(E) to `round_to`; O = (P·V) / l (FIA non-TND, PFA; section 5 step 7)
+///   kRunningMax:    split fuse (21.6): over tiles of `tile_cols` keys from column 0, with the
+///                   running max m_t through the tile (the sink included), P = round(exp(S - m_t))
+///                   to `round_to`, times exp(m_t - m); O = (P·V) / l. Without rounding (`round_to`
+///                   F32) this is E itself.
+///   kNormalizeFirst: P = round(E / l) to `round_to`, l including the sink term; O = P·V (IFA).
+/// `round_to` F32 means no rounding.
+struct PRule {
+  enum class Kind : std::uint8_t { kRoundE, kRunningMax, kNormalizeFirst };
+  Kind kind = Kind::kRoundE;
+  DType round_to = DType::F16;
+  std::int64_t tile_cols = 512;  ///< kRunningMax only
+};
+
 /// The canonical problem (FIA-SPEC 1): for batch b, query head n (KV head n / group),
 /// logical query rows i in [0, act_q[b]) and logical KV columns j in [0, prefix_len + act_kv[b]).
 struct Problem {
@@ -136,6 +153,8 @@ struct Problem {
   DType dtype = DType::F16;       ///< query element type (F16, BF16, F32); also K/V's when kv_format is kFloat
   DType kv_dtype = DType::F16;    ///< stored K/V element type: dtype, I8, or I32 (packed int4); strides count these
   KvFormat kv_format = KvFormat::kFloat;  ///< FIA-SPEC 12
+  EntryPoint entry_point = EntryPoint::kFusedInferAttentionScore;  ///< the operator called
+  PRule p_rule;                           ///< from the entry point, layout and inner_precise (25.3)
   Antiquant key_antiquant, value_antiquant;  ///< used when kv_format is not kFloat
 
   // --- lengths (FIA-SPEC 7, 11) ---------------------------------------------------------

@@ -72,6 +72,58 @@ const void* row(const RowIndex& r, DType t, std::int64_t b, std::int64_t n, std:
   return static_cast<const std::byte*>(r.base) + r.offset(b, n, i) * static_cast<std::int64_t>(dtype_size(t));
 }
 
+/// The weights P of a row's V rows, the factor its P·V sum is multiplied by, and its LSE.
+struct RowWeights {
+  std::vector<double> p;
+  double norm = 1.0;
+  double lse = 0.0;
+};
+
+/// Steps 6-7 and sections 16-17 for query head n: s holds the scores of the allowed columns, m
+/// their max. P is formed by the rule of the call's path (25.3).
+RowWeights row_weights(const Problem& p, std::int64_t n, const std::vector<double>& s, const std::vector<char>& allowed,
+                       double m) {
+  const auto L = static_cast<std::int64_t>(s.size());
+  const PRule& rule = p.p_rule;
+  double l = 0.0;  // sum of the unrounded E
+  for (std::int64_t j = 0; j < L; ++j)
+    if (allowed[j]) l += std::exp(s[j] - m);
+  // Section 16: the sink adds exp(sink - m) to the denominator only. Stabilised with
+  // m2 = max(m, sink), which is mathematically the same.
+  RowWeights w;
+  double m2 = m, denom = l;
+  if (p.has_sink) {
+    const double sink = p.sink[n];
+    m2 = std::max(m, sink);
+    denom = l * std::exp(m - m2) + std::exp(sink - m2);
+    w.norm = std::exp(m - m2) / denom;
+    w.lse = m2 + std::log(denom);
+  } else {
+    w.norm = 1.0 / l;
+    w.lse = m + std::log(l);  // section 17
+  }
+  w.p.assign(L, 0.0);
+  double running = p.has_sink ? p.sink[n] : -std::numeric_limits<double>::infinity();
+  for (std::int64_t j = 0; j < L; ++j) {
+    if (rule.kind == PRule::Kind::kRunningMax && j % rule.tile_cols == 0) {  // 21.6: the max through this tile
+      for (std::int64_t k = j; k < std::min(L, j + rule.tile_cols); ++k)
+        if (allowed[k]) running = std::max(running, s[k]);
+    }
+    if (!allowed[j]) continue;
+    switch (rule.kind) {
+      case PRule::Kind::kRoundE: w.p[j] = round_to(std::exp(s[j] - m), rule.round_to); break;  // step 7
+      case PRule::Kind::kRunningMax:
+        w.p[j] = round_to(std::exp(s[j] - running), rule.round_to) * std::exp(running - m);
+        break;
+      case PRule::Kind::kNormalizeFirst:
+        w.p[j] = round_to(std::exp(s[j] - m2) / denom, rule.round_to);
+        break;
+    }
+  }
+  if (rule.kind == PRule::Kind::kNormalizeFirst) w.norm = 1.0;
+  return w;
+}
+
 }  // namespace
 
 ReferenceResult reference_compute(const Problem& p) {
@@ -120,33 +172,17 @@ ReferenceResult reference_compute(const Problem& p) {
         double m = -std::numeric_limits<double>::infinity();
         for (std::int64_t j = 0; j < L; ++j)
           if (allowed[j]) m = std::max(m, s[j]);
-        double l = 0.0;
+        const RowWeights w = row_weights(p, n, s, allowed, m);
         std::vector<double> acc(p.v_dim, 0.0);
         for (std::int64_t j = 0; j < L; ++j) {
           if (!allowed[j]) continue;
-          const double e = std::exp(s[j] - m);
-          l += e;
-          const double pe = round_to(e, t);  // step 7
           const KvRun kv = p.locate(b, h, j);
           for (std::int64_t d = 0; d < p.v_dim; ++d)  // step 8 (12.5: dequantized V)
-            acc[d] += pe * kv_element(p, p.value_antiquant, kv.value, p.v_dim, b, h, j, d);
-        }
-        // Section 16: the sink adds exp(sink - m) to the denominator only. Stabilised with
-        // m' = max(m, sink), which is mathematically the same.
-        double lse = 0.0;
-        double norm = 1.0 / l;
-        if (p.has_sink) {
-          const double sink = p.sink[n];
-          const double m2 = std::max(m, sink);
-          const double denom = l * std::exp(m - m2) + std::exp(sink - m2);
-          norm = std::exp(m - m2) / denom;
-          lse = m2 + std::log(denom);
-        } else {
-          lse = m + std::log(l);  // section 17
+            acc[d] += w.p[j] * kv_element(p, p.value_antiquant, kv.value, p.v_dim, b, h, j, d);
         }
         const std::int64_t o = out_rows.offset(b, n, i);
-        for (std::int64_t d = 0; d < p.v_dim; ++d) res.out[o + d] = acc[d] * norm;
-        if (p.lse) res.lse[lse_rows.offset(b, n, i)] = lse;
+        for (std::int64_t d = 0; d < p.v_dim; ++d) res.out[o + d] = acc[d] * w.norm;
+        if (p.lse) res.lse[lse_rows.offset(b, n, i)] = w.lse;
       }
     }
   }

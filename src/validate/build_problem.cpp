@@ -177,6 +177,32 @@ float to_float(const void* data, DType t, std::int64_t i) {
   }
 }
 
+/// FIA-SPEC 25.3: how P is rounded on the path the call takes. inner_precise bit 0 = 1 (high
+/// performance) selects the fp16 tiles of the split-fuse path (token layouts take no pse, which
+/// would force high precision, 18).
+PRule p_rule_for(const Ctx& c) {
+  PRule r;
+  const bool half = c.dtype == DType::F16 || c.dtype == DType::BF16;
+  r.round_to = half ? c.dtype : DType::F32;
+  switch (c.a.entry_point) {
+    case EntryPoint::kIncreFlashAttention:
+      r.kind = PRule::Kind::kNormalizeFirst;
+      r.round_to = c.dtype == DType::F16 ? DType::F16 : DType::F32;
+      break;
+    case EntryPoint::kPromptFlashAttention: break;
+    case EntryPoint::kFusedInferAttentionScore:
+      if (!is_token_layout(c.layout.in)) break;
+      if ((c.a.inner_precise & 1) != 0 && half) {
+        r.kind = PRule::Kind::kRunningMax;
+        r.round_to = DType::F16;
+      } else {
+        r.round_to = DType::F32;
+      }
+      break;
+  }
+  return r;
+}
+
 }  // namespace
 
 void fill_problem(const Ctx& c, Problem* p) {
@@ -191,6 +217,8 @@ void fill_problem(const Ctx& c, Problem* p) {
   p->dtype = c.dtype;
   p->kv_dtype = c.kv_dtype;
   p->kv_format = c.kv_format;
+  p->entry_point = c.a.entry_point;
+  p->p_rule = p_rule_for(c);
   p->key_antiquant = Antiquant{};
   p->value_antiquant = Antiquant{};
   p->act_q = c.act_q;
