@@ -20,6 +20,7 @@
 // Kernel sources by concern, each compiled here once per target.
 #include "cpu/kv_formats-inl.h"
 #include "cpu/p_rounding-inl.h"
+#include "cpu/p_rules-inl.h"
 #include "cpu/x86_reductions-inl.h"
 #include "cpu/decode-inl.h"
 #include "cpu/prefill-inl.h"
@@ -59,6 +60,8 @@ ItemKernels SelectKernels(const Problem& p) {
 
 const char* IsaName() { return hwy::TargetName(HWY_TARGET); }
 
+void RowExpSums(const WorkItem& it, ScoreView sv, const float* m, float* l) { row_exp_sums(DF(), it, sv, m, l); }
+
 }  // namespace fia::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -67,6 +70,11 @@ namespace fia::detail {
 
 HWY_EXPORT(SelectKernels);
 HWY_EXPORT(IsaName);
+HWY_EXPORT(RowExpSums);
+
+void item_exp_sums(const WorkItem& item, ScoreView scores, const float* m, float* l) {
+  HWY_DYNAMIC_DISPATCH(RowExpSums)(item, scores, m, l);
+}
 
 ItemKernels select_item_kernels(const Problem& p) { return HWY_DYNAMIC_DISPATCH(SelectKernels)(p); }
 
@@ -77,12 +85,24 @@ void item_scores(const Problem& p, const CpuPlan& plan, const WorkItem& item, co
 }
 
 void item_accumulate(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s,
-                     ScoreView scores, const float* m, float* l, float* acc) {
+                     ScoreView scores, const RowStats& stats, float* l, float* acc) {
   const auto kernel = is_wide(item) ? plan.kernels.wide_accumulate : plan.kernels.narrow_accumulate;
-  kernel(p, plan.tile, item, s, scores, m, l, acc);
+  kernel(p, plan.tile, item, s, scores, stats, l, acc);
 }
 
 const char* kernel_isa() { return HWY_DYNAMIC_DISPATCH(IsaName)(); }
+
+float row_norm(const Problem& p, std::int64_t n, float m, float l, float* lse) {
+  if (!p.has_sink) {
+    *lse = m + std::log(l);  // section 17
+    return 1.0f / l;
+  }
+  const float sink = p.sink[n];  // section 16, stabilised with max(m, sink)
+  const float m2 = std::max(m, sink);
+  const float denom = l * std::exp(m - m2) + std::exp(sink - m2);
+  *lse = m2 + std::log(denom);
+  return std::exp(m - m2) / denom;
+}
 
 void item_finalize(const Problem& p, const WorkItem& item, const float* m, const float* l, float* acc,
                    const OutputRows& dst) {
@@ -92,17 +112,9 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
   for (std::int64_t r = 0; r < R; ++r) {
     if (m[r] == kNegInf) continue;  // fully masked: 0 / +inf (25.1 #1)
     const std::int64_t n = item.query_head(G, r), i = item.query_row(r);
-    float norm, lse;
-    if (p.has_sink) {  // section 16, stabilised with max(m, sink)
-      const float sink = p.sink[n];
-      const float m2 = std::max(m[r], sink);
-      const float denom = l[r] * std::exp(m[r] - m2) + std::exp(sink - m2);
-      norm = std::exp(m[r] - m2) / denom;
-      lse = m2 + std::log(denom);
-    } else {
-      norm = 1.0f / l[r];
-      lse = m[r] + std::log(l[r]);  // section 17
-    }
+    float lse;
+    float norm = row_norm(p, n, m[r], l[r], &lse);
+    if (p.p_rule.kind == PRule::Kind::kNormalizeFirst) norm = 1.0f;  // P·V is already normalised
     float* ar = acc + r * vd;
     for (std::int64_t d = 0; d < vd; ++d) ar[d] *= norm;
     auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +

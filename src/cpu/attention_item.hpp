@@ -43,18 +43,42 @@ struct ScoreView {
   ScoreView at_column(std::int64_t c) const { return {base + c * col_stride, row_stride, col_stride}; }
 };
 
+/// Per-row inputs of phase B besides the scores (packed rows of the item; FIA-SPEC 25.3).
+struct RowStats {
+  /// The row max m over the whole row (-inf: the row sees nothing). For PRule kRunningMax with a
+  /// sink, max(m, sink) instead, so that no factor exp(m_t - m) exceeds 1; phase C then uses the
+  /// same values.
+  const float* max = nullptr;
+  /// PRule kRunningMax: the running max entering the item's first grid tile (the sink, and the
+  /// maxima of the chunks before it).
+  const float* entering = nullptr;
+  /// PRule kNormalizeFirst in split groups: 1 / (l + sink term) of the whole row, the factor that
+  /// normalises E. Null: computed from the item's own columns (self-contained items).
+  const float* norm = nullptr;
+};
+
+/// Section 16-17 for one row: the factor that normalises sum P·V (P relative to m) and the LSE,
+/// from the row max m, the sum l of exp(S - m) and the learnable sink of query head n.
+float row_norm(const Problem& p, std::int64_t n, float m, float l, float* lse);
+
 /// Phase A (with the plan's kernels): scores of the item's columns (masked: -inf) and m[r] = their row max (-inf when the
 /// row sees nothing). Rows are padded to padded_rows(); padding rows are unspecified.
 void item_scores(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s,
                  ScoreView scores, float* m);
 
-/// Phase B: l[r] and acc[r * v_dim + d] over the item's columns from the phase-A scores and the
-/// exact row max m (over the whole row). Overwrites the scores with the rounded P.
+/// Phase B: l[r] (the sum of exp(S - m)) and acc[r * v_dim + d] = sum P·V over the item's
+/// columns, from the phase-A scores and the row stats; P formed by the call's PRule (25.3).
+/// Overwrites the scores with P.
 void item_accumulate(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s,
-                     ScoreView scores, const float* m, float* l, float* acc);
+                     ScoreView scores, const RowStats& stats, float* l, float* acc);
+
+/// l[r] = sum of exp(S - m[r]) over the item's phase-A scores (0 for rows with m = -inf): the
+/// row sums PRule kNormalizeFirst needs before phase B of a split group.
+void item_exp_sums(const WorkItem& item, ScoreView scores, const float* m, float* l);
 
 /// Phase C: writes the item's output (and LSE) rows; rows with m = -inf are fully masked and left
-/// as pre-filled (0 / +inf). `acc` is scaled in place.
+/// as pre-filled (0 / +inf). `acc` is scaled in place (not for PRule kNormalizeFirst, whose P
+/// is already normalised). `m` is RowStats::max.
 void item_finalize(const Problem& p, const WorkItem& item, const float* m, const float* l, float* acc,
                    const OutputRows& dst);
 

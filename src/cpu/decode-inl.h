@@ -352,20 +352,22 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
 
 template <class Src>
 void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
-                       const float* m, float* l, float* acc) {
+                       const RowStats& rs, float* l, float* acc) {
   const DF df;
   const std::int64_t R = packed_rows(it), vd = p.v_dim;
-  std::fill(l, l + R, 0.0f);
+  const float* m = rs.max;
   std::fill(acc, acc + R * vd, 0.0f);
+  const bool formed = form_p_rows(df, p, it, sv, rs, l);  // 25.3 paths other than round(E)
+  if (!formed) std::fill(l, l + R, 0.0f);
   // Antiquant V (cpu/antiquant.hpp): P times the token scales, the channel scales at the end.
   const bool antiquant = p.kv_format != KvFormat::kFloat;
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* tile_p = sv.base + (c0 - it.col_begin);
-    for (std::int64_t r = 0; r < R; ++r) {
+    for (std::int64_t r = 0; r < R && !formed; ++r) {
       float* row = tile_p + r * sv.row_stride;
       if (m[r] == kNegInf) std::fill(row, row + nc, 0.0f);
-      else l[r] += exp_row(df, row, nc, m[r], p.dtype);
+      else l[r] += exp_row(df, row, nc, m[r], p.p_rule.round_to);
     }
     for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
       if (antiquant) scale_p_for_values(p, it, c0 + c, run.count, tile_p + c, sv.row_stride);

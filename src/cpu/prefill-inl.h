@@ -189,25 +189,27 @@ void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, co
 
 template <class Src>
 void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
-                     const float* m, float* l, float* acc) {
+                     const RowStats& rs, float* l, float* acc) {
   const DF df;
   const std::int64_t R = packed_rows(it), Rp = padded_rows(it), vd = p.v_dim;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const float* m = rs.max;
   std::fill(s.acc_t, s.acc_t + vd * Rp, 0.0f);
-  std::fill(l, l + Rp, 0.0f);
+  const bool formed = form_p_columns(df, p, it, sv, rs, l);  // 25.3 paths other than round(E)
+  if (!formed) std::fill(l, l + Rp, 0.0f);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     widen_tile<Src>(p, it, c0, nc, false, s.v);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
     // E = exp(S - m), l += E, P = round(E) in place. Rows with m = -inf give 0 (NaN filtered by Exp).
-    for (std::int64_t r = 0; r < Rp; r += L) {
+    for (std::int64_t r = 0; r < Rp && !formed; r += L) {
       const VF vm = hn::Load(df, m + r);
       VF vl = hn::Load(df, l + r);
       for (std::int64_t c = 0; c < nc; ++c) {
         float* x = st + c * sv.col_stride + r;
         const VF e = hn::Exp(df, hn::Sub(hn::Load(df, x), vm));
         vl = hn::Add(vl, e);
-        hn::Store(round_p(df, e, p.dtype), df, x);
+        hn::Store(round_p(df, e, p.p_rule.round_to), df, x);
       }
       hn::Store(vl, df, l + r);
     }

@@ -26,6 +26,8 @@ struct Scratch {
   float* m = nullptr;
   float* l = nullptr;
   float* spare_max = nullptr;
+  float* entering = nullptr;
+  float* norm = nullptr;
   float* scores = nullptr;
 };
 
@@ -47,6 +49,8 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
   s.m = take(R);
   s.l = take(R);
   s.spare_max = take(R);
+  s.entering = take(R);
+  s.norm = take(R);
   s.scores = f;
   return s;
 }
@@ -90,6 +94,48 @@ ScoreView chunk_scores(const SplitGroup& g, const GroupStore& st, const WorkItem
   return score_view(ch, s.scores, ch.col_end - ch.col_begin);
 }
 
+/// The learnable sink of packed row r, or -inf (no sink, padding rows).
+float sink_of(const Problem& p, const WorkItem& it, std::int64_t r) {
+  if (!p.has_sink || r >= packed_rows(it)) return -std::numeric_limits<float>::infinity();
+  return p.sink[it.query_head(p.group, r)];
+}
+
+/// For PRule kRunningMax: m = max(m, sink) on rows that see something (RowStats::max).
+void include_sink(const Problem& p, const WorkItem& it, float* m) {
+  if (p.p_rule.kind != PRule::Kind::kRunningMax || !p.has_sink) return;
+  for (std::int64_t r = 0; r < packed_rows(it); ++r)
+    if (m[r] != -std::numeric_limits<float>::infinity()) m[r] = std::max(m[r], sink_of(p, it, r));
+}
+
+/// Phase B's row stats of an item or chunk (FIA-SPEC 25.3), in the worker's scratch; s.m holds the
+/// row max over the whole row. A chunk of a split group reads the partials `st` of its group's
+/// `chunks` chunks.
+RowStats row_stats(const Problem& p, const WorkItem& it, const Scratch& s, const GroupStore* st = nullptr,
+                   std::int64_t chunks = 0) {
+  RowStats rs;
+  rs.max = s.m;
+  include_sink(p, it, s.m);
+  const std::int64_t Rp = padded_rows(it);
+  if (p.p_rule.kind == PRule::Kind::kRunningMax) {
+    for (std::int64_t r = 0; r < Rp; ++r) {
+      s.entering[r] = sink_of(p, it, r);
+      for (std::int64_t c = 0; st && c < it.chunk; ++c) s.entering[r] = std::max(s.entering[r], st->max(c)[r]);
+    }
+    rs.entering = s.entering;
+  }
+  if (p.p_rule.kind == PRule::Kind::kNormalizeFirst && st) {
+    for (std::int64_t r = 0; r < Rp; ++r) {
+      float l = 0.0f, lse;
+      for (std::int64_t c = 0; c < chunks; ++c) l += st->sum(c)[r];
+      s.norm[r] = r < packed_rows(it) && s.m[r] != -std::numeric_limits<float>::infinity()
+                      ? row_norm(p, it.query_head(p.group, r), s.m[r], l, &lse)
+                      : 0.0f;
+    }
+    rs.norm = s.norm;
+  }
+  return rs;
+}
+
 /// One task arena per worker count, reused across calls.
 tbb::task_arena& arena_for(int workers) {
   static std::mutex mu;
@@ -126,7 +172,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
       const WorkItem& it = plan.items[w];
       const ScoreView sv = score_view(it, s.scores, it.col_end - it.col_begin);
       item_scores(p, plan, it, s.tiles, sv, s.m);
-      item_accumulate(p, plan, it, s.tiles, sv, s.m, s.l, s.acc);
+      item_accumulate(p, plan, it, s.tiles, sv, row_stats(p, it, s), s.l, s.acc);
       item_finalize(p, it, s.m, s.l, s.acc, dst);
     });
     for (const Wave& wv : plan.waves) {
@@ -137,6 +183,17 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
         const GroupStore st = store_of(p, g, wave);
         item_scores(p, plan, ch, s.tiles, chunk_scores(g, st, ch, s), st.max(ch.chunk));
       });
+      // IncreFlashAttention normalises P before rounding it (25.3): the row sums come first.
+      if (p.p_rule.kind == PRule::Kind::kNormalizeFirst)
+        parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
+          const WorkItem& ch = plan.chunks[w];
+          const SplitGroup& g = plan.splits[ch.split];
+          const GroupStore st = store_of(p, g, wave);
+          const ScoreView sv = chunk_scores(g, st, ch, s);
+          if (!g.stored) item_scores(p, plan, ch, s.tiles, sv, s.spare_max);
+          group_max(st, g.chunks, s.m);
+          item_exp_sums(ch, sv, s.m, st.sum(ch.chunk));
+        });
       // Phase B of every chunk, with the exact max over the whole row.
       parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
         const WorkItem& ch = plan.chunks[w];
@@ -145,13 +202,16 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
         const ScoreView sv = chunk_scores(g, st, ch, s);
         if (!g.stored) item_scores(p, plan, ch, s.tiles, sv, s.spare_max);
         group_max(st, g.chunks, s.m);
-        item_accumulate(p, plan, ch, s.tiles, sv, s.m, st.sum(ch.chunk), st.acc(ch.chunk));
+        // The row sums of kNormalizeFirst are in place already (and read by the other chunks).
+        float* l = p.p_rule.kind == PRule::Kind::kNormalizeFirst ? s.l : st.sum(ch.chunk);
+        item_accumulate(p, plan, ch, s.tiles, sv, row_stats(p, ch, s, &st, g.chunks), l, st.acc(ch.chunk));
       });
       // Merge the chunks of each group in chunk order, then normalise.
       parallel_each(p, plan, base, wv.group_begin, wv.group_end, [&](std::int64_t gi, const Scratch& s) {
         const SplitGroup& g = plan.splits[gi];
         const GroupStore st = store_of(p, g, wave);
         group_max(st, g.chunks, s.m);
+        include_sink(p, g.item, s.m);
         std::fill(s.l, s.l + st.R, 0.0f);
         std::fill(s.acc, s.acc + st.R * vd, 0.0f);
         for (std::int64_t c = 0; c < g.chunks; ++c) {

@@ -74,7 +74,13 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
           const std::int64_t per_chunk = Rp * (2 + vd);
           const std::int64_t max_chunks = std::max<std::int64_t>(1, lim.wave_budget / 2 / per_chunk);
           g.chunk_cols = std::max(lim.chunk_cols, (cols + max_chunks - 1) / max_chunks);
-          g.chunks = (cols + g.chunk_cols - 1) / g.chunk_cols;
+          g.chunk_origin = it.col_begin;
+          if (p.p_rule.kind == PRule::Kind::kRunningMax) {  // chunks on the grid of the running max (25.3)
+            const std::int64_t t = p.p_rule.tile_cols;
+            g.chunk_cols = (g.chunk_cols + t - 1) / t * t;
+            g.chunk_origin = it.col_begin / g.chunk_cols * g.chunk_cols;
+          }
+          g.chunks = (it.col_end - g.chunk_origin + g.chunk_cols - 1) / g.chunk_cols;
           g.stored = Rp * cols + g.chunks * per_chunk <= lim.wave_budget;
           if (!g.stored) thread_scores = std::max(thread_scores, Rp * g.chunk_cols);
           groups.push_back(g);
@@ -103,8 +109,8 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
     for (std::int64_t c = 0; c < g.chunks; ++c) {
       WorkItem ch = g.item;
       ch.chunk = c;
-      ch.col_begin = g.item.col_begin + c * g.chunk_cols;
-      ch.col_end = std::min(g.item.col_end, ch.col_begin + g.chunk_cols);
+      ch.col_begin = std::max(g.item.col_begin, g.chunk_origin + c * g.chunk_cols);
+      ch.col_end = std::min(g.item.col_end, g.chunk_origin + (c + 1) * g.chunk_cols);
       plan.chunks.push_back(ch);
     }
     Wave& w = plan.waves.back();
@@ -134,10 +140,10 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   plan.threads = static_cast<int>(std::clamp<std::size_t>(widest, 1, static_cast<std::size_t>(plan.threads)));
   plan.tile.rows = max_rows;
   const std::int64_t C = plan.tile.cols, R = max_rows;
-  // Per worker: Q, K tile, V tile, accumulators (and transposed), row max, sum and a spare max,
-  // scores.
+  // Per worker: Q, K tile, V tile, accumulators (and transposed), row max, sum, a spare max, the
+  // running max entering an item and the normalising factors (25.3), scores.
   plan.floats_per_thread = round16(R * kw) + round16(C * kw) + round16(C * vd) + 2 * round16(R * vd) +
-                           3 * round16(R) + round16(thread_scores);
+                           5 * round16(R) + round16(thread_scores);
   const bool any = !plan.items.empty() || !plan.splits.empty();
   plan.workspace_bytes = any ? (plan.floats_per_thread * plan.threads + plan.wave_floats) * sizeof(float) + 64 : 0;
   return plan;

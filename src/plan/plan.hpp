@@ -62,6 +62,9 @@ struct SplitGroup {
   WorkItem item;
   std::int64_t chunks = 0;
   std::int64_t chunk_cols = 0;
+  /// Chunk c covers columns [origin + c * chunk_cols, origin + (c + 1) * chunk_cols) clipped to
+  /// the item's: origin = item.col_begin, or on the running-max grid (PRule kRunningMax).
+  std::int64_t chunk_origin = 0;
   bool stored = true;
   std::size_t scores_offset = 0;
   std::size_t partial_offset = 0;
@@ -81,6 +84,7 @@ struct TileShape {
 
 struct ItemScratch;
 struct ScoreView;
+struct RowStats;
 
 /// The phase A and B kernels of work items (cpu/attention_item.hpp) for one (query dtype x KV
 /// format) pair on the running instruction set, chosen once when the plan is made; narrow
@@ -88,7 +92,7 @@ struct ScoreView;
 struct ItemKernels {
   using Scores = void (*)(const Problem&, const TileShape&, const WorkItem&, const ItemScratch&, ScoreView, float*);
   using Accumulate = void (*)(const Problem&, const TileShape&, const WorkItem&, const ItemScratch&, ScoreView,
-                              const float*, float*, float*);
+                              const RowStats&, float*, float*);
   Scores narrow_scores = nullptr, wide_scores = nullptr;
   Accumulate narrow_accumulate = nullptr, wide_accumulate = nullptr;
 };
