@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "io/case_dir.hpp"
 #include "io/safetensors.hpp"
@@ -36,6 +37,39 @@ TEST(FiaRun, RoundTripMatchesTheApiBitForBit) {
     }
     fs::remove_all(dir);
   }
+}
+
+// --entry-point ifa computes what the API computes for an IncreFlashAttention call (25.3), which
+// differs from the FIA call on the same case.
+TEST(FiaRun, EntryPointSelectsThePathNumerics) {
+  CallSpec spec;
+  spec.layout = "BSND";
+  spec.num_heads = 4;
+  spec.kv_seq = 700;
+  spec.qk_dim = 64;
+  spec.value_range = 16.0f;
+  spec.scale = 1e-3;
+  TestCall call = build_call(spec, 3);
+  const std::string dir = temp_dir("entry");
+  ASSERT_TRUE(io::save_case(dir + "/case", call.args).ok());
+  std::map<std::string, std::vector<std::byte>> got;
+  for (const std::string entry : {"fia", "ifa", "pfa"}) {
+    const CliResult r = run_fia({"run", dir + "/case", "--out", dir + "/" + entry, "--entry-point", entry});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    io::TensorFile f;
+    ASSERT_TRUE(io::read_safetensors(dir + "/" + entry + "/outputs.safetensors", &f).ok());
+    got[entry] = f.tensors.at("attention_out").bytes;
+  }
+  call.args.entry_point = EntryPoint::kIncreFlashAttention;
+  Outputs ifa;
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 0, &ifa).ok());
+  EXPECT_EQ(got["ifa"], ifa.attention_out.bytes);
+  EXPECT_NE(got["ifa"], got["fia"]);
+  EXPECT_EQ(got["pfa"], got["fia"]);  // BSND: PFA rounds as FIA
+  const CliResult bad = run_fia({"run", dir + "/case", "--out", dir + "/x", "--entry-point", "mla"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--entry-point"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
 }
 
 TEST(FiaRun, RejectedCallExitsTwoWithOneErrorLineAndWritesNothing) {

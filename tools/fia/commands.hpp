@@ -17,6 +17,7 @@ struct RunArgs {
   std::string backend;  ///< cpu or reference; empty = FIA_BACKEND, else cpu
   int threads = 0;
   bool strict = false;
+  std::string entry_point = "fia";  ///< fia, ifa or pfa: the operator whose numerics apply (FIA-SPEC 25.3)
 };
 
 /// `fia run CASE_DIR --out OUT_DIR`: computes one case (CASE-FORMAT.md) and writes

@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "reference"}));
   run_cmd->add_option("--threads", run.threads, "Worker threads (0 = FIA_NUM_THREADS, OMP_NUM_THREADS or all CPUs)")->check(CLI::Range(0, 1024));
   run_cmd->add_flag("--strict", run.strict, "Also reject what an Ascend NPU would reject (hardware limits)");
+  run_cmd->add_option("--entry-point", run.entry_point,
+                      "The operator the call stands for: fia (FusedInferAttentionScore, default), ifa "
+                      "(IncreFlashAttention) or pfa (PromptFlashAttention); each rounds P as its golden (FIA-SPEC 25.3)")
+      ->check(CLI::IsMember({"fia", "ifa", "pfa"}));
 
   GenerateArgs gen;
   CLI::App* gen_cmd =

@@ -39,6 +39,8 @@ int run_command(const RunArgs& in) {
   io::Case c;
   Status st = io::load_case(args.case_dir, &c);
   if (!st.ok()) return reject(args, st);
+  if (args.entry_point == "ifa") c.args.entry_point = EntryPoint::kIncreFlashAttention;
+  if (args.entry_point == "pfa") c.args.entry_point = EntryPoint::kPromptFlashAttention;
   Options opt;
   opt.strict = args.strict;
   opt.threads = args.threads;
