@@ -110,7 +110,8 @@ void run_reference(const Problem& p, MutableTensorView& out, MutableTensorView& 
   const detail::ReferenceResult r = detail::reference_compute(p);
   for_each_element(p.out_shape, out, [&](std::int64_t lin, std::int64_t off) { store(out, off, r.out[lin]); });
   if (p.lse)
-    for_each_element(p.lse_shape, lse, [&](std::int64_t lin, std::int64_t off) { store(lse, off, r.lse[lin]); });
+    for_each_element(p.lse_shape, lse,
+                     [&](std::int64_t lin, std::int64_t off) { store(lse, off, detail::lse_as_f32(r.lse[lin])); });
 }
 
 /// True when a view with `shape` is row-major contiguous.

@@ -16,11 +16,13 @@
 #include "cpu/item_common.hpp"
 
 #include "cpu/antiquant.hpp"
+#include "reference/reference.hpp"
 
 // Kernel sources by concern, each compiled here once per target.
 #include "cpu/kv_formats-inl.h"
 #include "cpu/p_rounding-inl.h"
 #include "cpu/p_rules-inl.h"
+#include "cpu/guards-inl.h"
 #include "cpu/x86_reductions-inl.h"
 #include "cpu/decode-inl.h"
 #include "cpu/prefill-inl.h"
@@ -62,6 +64,8 @@ const char* IsaName() { return hwy::TargetName(HWY_TARGET); }
 
 void RowExpSums(const WorkItem& it, ScoreView sv, const float* m, float* l) { row_exp_sums(DF(), it, sv, m, l); }
 
+void FlagOverflowRows(const WorkItem& it, ScoreView sv, float* m) { flag_overflow_rows(DF(), it, sv, m); }
+
 }  // namespace fia::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -71,6 +75,7 @@ namespace fia::detail {
 HWY_EXPORT(SelectKernels);
 HWY_EXPORT(IsaName);
 HWY_EXPORT(RowExpSums);
+HWY_EXPORT(FlagOverflowRows);
 
 void item_exp_sums(const WorkItem& item, ScoreView scores, const float* m, float* l) {
   HWY_DYNAMIC_DISPATCH(RowExpSums)(item, scores, m, l);
@@ -82,6 +87,7 @@ void item_scores(const Problem& p, const CpuPlan& plan, const WorkItem& item, co
                  float* m) {
   const auto kernel = is_wide(item) ? plan.kernels.wide_scores : plan.kernels.narrow_scores;
   kernel(p, plan.tile, item, s, scores, m);
+  HWY_DYNAMIC_DISPATCH(FlagOverflowRows)(item, scores, m);
 }
 
 void item_accumulate(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s,
@@ -104,6 +110,31 @@ float row_norm(const Problem& p, std::int64_t n, float m, float l, float* lse) {
   return std::exp(m - m2) / denom;
 }
 
+namespace {
+
+/// True when a row's f32 intermediates left float32: a score overflowed (m = NaN, set by
+/// FlagOverflowRows) or the sum or P·V did.
+bool row_overflowed(float m, float l, const float* acc, std::int64_t vd) {
+  if (std::isnan(m) || !std::isfinite(l) || !(l > 0.0f)) return true;
+  for (std::int64_t d = 0; d < vd; ++d)
+    if (!std::isfinite(acc[d])) return true;
+  return false;
+}
+
+/// Writes row i of (b, n) as the float64 reference computes it (docs/numerics.md "Overflow").
+void recompute_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, const OutputRows& dst) {
+  std::vector<double> exact(p.v_dim);
+  double lse = 0.0;
+  if (!reference_row(p, b, n, i, exact.data(), &lse)) return;  // fully masked: stays 0 / +inf
+  std::vector<float> row(exact.begin(), exact.end());
+  auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
+               dst.out.offset(b, n, i) * static_cast<std::int64_t>(dtype_size(p.out_dtype));
+  store_row(row.data(), p.v_dim, p.out_dtype, orow);
+  if (p.lse) static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(b, n, i)] = lse_as_f32(lse);
+}
+
+}  // namespace
+
 void item_finalize(const Problem& p, const WorkItem& item, const float* m, const float* l, float* acc,
                    const OutputRows& dst) {
   const std::int64_t G = p.group, vd = p.v_dim;
@@ -112,10 +143,14 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
   for (std::int64_t r = 0; r < R; ++r) {
     if (m[r] == kNegInf) continue;  // fully masked: 0 / +inf (25.1 #1)
     const std::int64_t n = item.query_head(G, r), i = item.query_row(r);
+    float* ar = acc + r * vd;
+    if (row_overflowed(m[r], l[r], ar, vd)) {
+      recompute_row(p, item.b, n, i, dst);
+      continue;
+    }
     float lse;
     float norm = row_norm(p, n, m[r], l[r], &lse);
     if (p.p_rule.kind == PRule::Kind::kNormalizeFirst) norm = 1.0f;  // P·V is already normalised
-    float* ar = acc + r * vd;
     for (std::int64_t d = 0; d < vd; ++d) ar[d] *= norm;
     auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
                  dst.out.offset(item.b, n, i) * static_cast<std::int64_t>(out_es);

@@ -308,6 +308,11 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
   for (std::int64_t t = 0; t < run.count; ++t) {
     const T* vt = v + t * run.value_stride;
     pf.at(t);
+    // The rows share one query row, so a key excluded for one is excluded for all (weight 0): it
+    // is skipped, never multiplied by 0, whatever its V holds (25.1 #24).
+    bool weighted = false;
+    for (int r = 0; r < ROWS; ++r) weighted |= pr[r * ps + t] != 0.0f;
+    if (!weighted) continue;
     const VF v0 = Src::load(df, vt, d0);
     const VF v1 = NV > 1 ? Src::load(df, vt, d0 + L) : v0;
     const VF v2 = NV > 2 ? Src::load(df, vt, d0 + 2 * L) : v0;
@@ -347,7 +352,7 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
   for (std::int64_t d = d0; d < vd; ++d)
     for (std::int64_t t = 0; t < run.count; ++t)
       for (int r = 0; r < ROWS; ++r)
-        if (!Src::kSkipZeroWeights || pr[r * ps + t] != 0.0f) acc[r * vd + d] += pr[r * ps + t] * Src::one(v + t * run.value_stride, d);
+        if (pr[r * ps + t] != 0.0f) acc[r * vd + d] += pr[r * ps + t] * Src::one(v + t * run.value_stride, d);
 }
 
 template <class Src>

@@ -12,8 +12,9 @@ namespace fia::detail {
 
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-/// Scores that overflow float32 saturate at +-FLT_MAX, so that they dominate the softmax instead of
-/// turning it into NaN (inf - inf); -inf stays reserved for masked positions.
+/// Scores that overflow float32 saturate at +-FLT_MAX instead of turning the softmax into NaN
+/// (inf - inf); -inf stays reserved for excluded positions. Rows with a saturated score are then
+/// recomputed in float64 (item_finalize, docs/numerics.md "Overflow").
 inline float saturate(float s) {
   return std::clamp(s, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max());
 }
@@ -50,11 +51,12 @@ inline void apply_visibility(const Problem& p, const WorkItem& it, ScoreView sv,
       float& s = row[(j - it.col_begin) * sv.col_stride];
       if (!full && (j < lo || j > hi || (p.has_mask && p.masked(b, i, j)))) {
         s = kNegInf;
-      } else if (p.has_pse) {
+      } else if (p.has_pse) {  // a pse of -inf excludes the key like a mask (25.1 #24-25)
         const BiasIndex& x = p.pse;
-        s = saturate(s + load_one(x.base, x.dtype,
-                                  b * x.batch_stride + n * x.head_stride + (p.q_start[b] + i) * x.row_stride +
-                                      (j + p.kv_col_offset[b]) * x.col_stride));
+        const float bias = load_one(x.base, x.dtype,
+                                    b * x.batch_stride + n * x.head_stride + (p.q_start[b] + i) * x.row_stride +
+                                        (j + p.kv_col_offset[b]) * x.col_stride);
+        s = bias == kNegInf ? kNegInf : saturate(s + bias);
       }
     }
   }

@@ -214,6 +214,7 @@ void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it
       hn::Store(vl, df, l + r);
     }
     // acc_t[d][r] += sum_c P[c][r] * V[c][d]
+    isolate_non_finite_values(df, st, sv.col_stride, Rp, s.v, nc, vd, s.acc_t);
     panel_product(df, st, sv.col_stride, Rp, s.v, 1, vd, vd, nc, s.acc_t, Rp, 1.0f, true);
   }
   for (std::int64_t r = 0; r < R; ++r) {

@@ -112,8 +112,8 @@ RowWeights row_weights(const Problem& p, std::int64_t n, const std::vector<doubl
     if (!allowed[j]) continue;
     switch (rule.kind) {
       case PRule::Kind::kRoundE: w.p[j] = round_to(std::exp(s[j] - m), rule.round_to); break;  // step 7
-      case PRule::Kind::kRunningMax:
-        w.p[j] = round_to(std::exp(s[j] - running), rule.round_to) * std::exp(running - m);
+      case PRule::Kind::kRunningMax:  // relative to m2 >= running, so that no factor overflows
+        w.p[j] = round_to(std::exp(s[j] - running), rule.round_to) * std::exp(running - m2);
         break;
       case PRule::Kind::kNormalizeFirst:
         w.p[j] = round_to(std::exp(s[j] - m2) / denom, rule.round_to);
@@ -121,10 +121,59 @@ RowWeights row_weights(const Problem& p, std::int64_t n, const std::vector<doubl
     }
   }
   if (rule.kind == PRule::Kind::kNormalizeFirst) w.norm = 1.0;
+  if (rule.kind == PRule::Kind::kRunningMax) w.norm = 1.0 / denom;
   return w;
 }
 
 }  // namespace
+
+bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, double* out, double* lse) {
+  const DType t = p.dtype;
+  const double scale = p.scale;  // float32 value (25.1 #13)
+  const std::int64_t L = p.kv_len(b);  // P + act_kv[b]
+  const std::int64_t h = n / p.group;  // section 4
+  const void* q = row(p.query, t, b, n, i);
+  const void* qr = p.rope_dim > 0 ? row(p.query_rope, t, b, n, i) : nullptr;
+  // Steps 2-5: scores of the allowed columns. A score of -inf (a pse of -inf) excludes its key
+  // like a mask (25.1 #24-25); +inf (a pse of +inf) is the largest double.
+  std::vector<double> s(L);
+  std::vector<char> allowed(L, 0);
+  bool any = false;
+  for (std::int64_t j = 0; j < L; ++j) {
+    const bool in_band = j >= i + p.band_lo[b] && j <= i + p.band_hi[b];
+    if (!in_band || (p.has_mask && p.masked(b, i, j))) continue;
+    const KvRun kv = p.locate(b, h, j);
+    double score = key_dot(p, q, kv.key, b, h, j);
+    if (qr) score += dot(qr, kv.key_rope, t, p.rope_dim);  // 15.1
+    score *= scale;                                       // step 3
+    if (p.has_pse) {                                      // step 4: after scaling
+      const BiasIndex& x = p.pse;
+      score += load(x.base, x.dtype,
+                    b * x.batch_stride + n * x.head_stride + (p.q_start[b] + i) * x.row_stride +
+                        (j + p.kv_col_offset[b]) * x.col_stride);
+    }
+    if (score == -std::numeric_limits<double>::infinity()) continue;
+    s[j] = std::min(score, std::numeric_limits<double>::max());
+    allowed[j] = 1;
+    any = true;
+  }
+  if (!any) return false;  // fully masked row: 0 and +inf (6.7, 25.1 #1)
+  // Step 6: max over allowed columns, exponentials, their sum.
+  double m = -std::numeric_limits<double>::infinity();
+  for (std::int64_t j = 0; j < L; ++j)
+    if (allowed[j]) m = std::max(m, s[j]);
+  const RowWeights w = row_weights(p, n, s, allowed, m);
+  std::vector<double> acc(p.v_dim, 0.0);
+  for (std::int64_t j = 0; j < L; ++j) {
+    if (!allowed[j]) continue;
+    const KvRun kv = p.locate(b, h, j);
+    for (std::int64_t d = 0; d < p.v_dim; ++d)  // step 8 (12.5: dequantized V)
+      acc[d] += w.p[j] * kv_element(p, p.value_antiquant, kv.value, p.v_dim, b, h, j, d);
+  }
+  for (std::int64_t d = 0; d < p.v_dim; ++d) out[d] = acc[d] * w.norm;
+  *lse = w.lse;
+  return true;
+}
 
 ReferenceResult reference_compute(const Problem& p) {
   ReferenceResult res;
@@ -136,56 +185,13 @@ ReferenceResult reference_compute(const Problem& p) {
   // Offsets into row-major copies of the outputs.
   const RowIndex out_rows = p.out_index(MutableTensorView(nullptr, p.out_dtype, p.out_shape));
   const RowIndex lse_rows = p.lse_index(MutableTensorView(nullptr, DType::F32, p.lse_shape));
-  const DType t = p.dtype;
-  const double scale = p.scale;  // float32 value (25.1 #13)
-
-  for (std::int64_t b = 0; b < p.batch; ++b) {
-    const std::int64_t L = p.kv_len(b);  // P + act_kv[b]
-    for (std::int64_t n = 0; n < p.num_heads; ++n) {
-      const std::int64_t h = n / p.group;  // section 4
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t n = 0; n < p.num_heads; ++n)
       for (std::int64_t i = 0; i < p.act_q[b]; ++i) {
-        const void* q = row(p.query, t, b, n, i);
-        const void* qr = p.rope_dim > 0 ? row(p.query_rope, t, b, n, i) : nullptr;
-        // Steps 2-5: scores of the allowed columns.
-        std::vector<double> s(L);
-        std::vector<char> allowed(L, 0);
-        bool any = false;
-        for (std::int64_t j = 0; j < L; ++j) {
-          const bool in_band = j >= i + p.band_lo[b] && j <= i + p.band_hi[b];
-          if (!in_band || (p.has_mask && p.masked(b, i, j))) continue;
-          const KvRun kv = p.locate(b, h, j);
-          double score = key_dot(p, q, kv.key, b, h, j);
-          if (qr) score += dot(qr, kv.key_rope, t, p.rope_dim);  // 15.1
-          score *= scale;                                       // step 3
-          if (p.has_pse) {                                      // step 4: after scaling
-            const BiasIndex& x = p.pse;
-            score += load(x.base, x.dtype,
-                          b * x.batch_stride + n * x.head_stride + (p.q_start[b] + i) * x.row_stride +
-                              (j + p.kv_col_offset[b]) * x.col_stride);
-          }
-          s[j] = score;
-          allowed[j] = 1;
-          any = true;
-        }
-        if (!any) continue;  // fully masked row: 0 and +inf (6.7, 25.1 #1)
-        // Step 6: max over allowed columns, exponentials, their sum.
-        double m = -std::numeric_limits<double>::infinity();
-        for (std::int64_t j = 0; j < L; ++j)
-          if (allowed[j]) m = std::max(m, s[j]);
-        const RowWeights w = row_weights(p, n, s, allowed, m);
-        std::vector<double> acc(p.v_dim, 0.0);
-        for (std::int64_t j = 0; j < L; ++j) {
-          if (!allowed[j]) continue;
-          const KvRun kv = p.locate(b, h, j);
-          for (std::int64_t d = 0; d < p.v_dim; ++d)  // step 8 (12.5: dequantized V)
-            acc[d] += w.p[j] * kv_element(p, p.value_antiquant, kv.value, p.v_dim, b, h, j, d);
-        }
-        const std::int64_t o = out_rows.offset(b, n, i);
-        for (std::int64_t d = 0; d < p.v_dim; ++d) res.out[o + d] = acc[d] * w.norm;
-        if (p.lse) res.lse[lse_rows.offset(b, n, i)] = w.lse;
+        double lse = 0.0;
+        if (reference_row(p, b, n, i, &res.out[out_rows.offset(b, n, i)], &lse) && p.lse)
+          res.lse[lse_rows.offset(b, n, i)] = lse;
       }
-    }
-  }
   return res;
 }
 

@@ -1,6 +1,9 @@
 // The reference backend: a float64 transcription of FIA-SPEC sections 1 and 5.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "problem/problem.hpp"
@@ -16,8 +19,23 @@ struct ReferenceResult {
 /// Computes attention per FIA-SPEC 5 in float64: scores from exact inputs (int8/int4 K and V
 /// dequantized exactly, 12.1), scale (as float32)
 /// then pse, band and mask, softmax with the unnormalised exponentials rounded to the query dtype
-/// (step 7), P·V, the learnable sink in the denominator (16), LSE = m + ln(l) (17); fully masked
-/// and uncomputed rows give 0 and +inf (25.1 #1-2).
+/// (step 7, or per the path's rule, 25.3), P·V, the learnable sink in the denominator (16),
+/// LSE = m + ln(l) (17); fully masked and uncomputed rows give 0 and +inf (25.1 #1-2). Keys whose
+/// score is -inf (a pse of -inf) are excluded like masked ones (25.1 #24-25).
 ReferenceResult reference_compute(const Problem& p);
+
+/// An LSE as softmax_lse stores it (F32): +inf stays (fully masked rows); finite values beyond
+/// float32 saturate at +-FLT_MAX (docs/numerics.md, "Overflow").
+inline float lse_as_f32(double lse) {
+  if (!std::isfinite(lse)) return static_cast<float>(lse);
+  constexpr double kMax = std::numeric_limits<float>::max();
+  return static_cast<float>(std::clamp(lse, -kMax, kMax));
+}
+
+/// One row of reference_compute: query row i of batch b, query head n. Writes v_dim values to
+/// `out` and the LSE to `lse` and returns true, or returns false (writing nothing) when the row is
+/// fully masked (0 / +inf). The cpu backend recomputes rows whose f32 intermediates overflow
+/// with it (docs/numerics.md).
+bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, double* out, double* lse);
 
 }  // namespace fia::detail

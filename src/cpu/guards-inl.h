@@ -1,0 +1,81 @@
+// Guards against non-finite intermediates (docs/numerics.md, "Overflow" and "Masked data"): rows
+// whose scores overflowed float32 are marked for a float64 recomputation, and non-finite V rows
+// are kept out of the rows that do not see them. Included per Highway target by
+// cpu/attention_item.cpp (the toggle guard below lets foreach_target re-include it once per target).
+#if defined(FIA_CPU_GUARDS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_GUARDS_INL_H_
+#undef FIA_CPU_GUARDS_INL_H_
+#else
+#define FIA_CPU_GUARDS_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// Lanes holding NaN or a saturated score (|s| >= FLT_MAX); -inf (excluded) is neither.
+HWY_INLINE auto overflowed(DF df, VF s) {
+  const auto finite = hn::Lt(hn::Abs(s), hn::Set(df, std::numeric_limits<float>::max()));
+  return hn::Not(hn::Or(finite, hn::Eq(s, hn::Set(df, kNegInf))));
+}
+
+/// Sets m[r] = NaN for the item's rows with an overflowed score (phase A output), so that phase C
+/// recomputes them in float64.
+HWY_INLINE void flag_overflow_rows(DF df, const WorkItem& it, ScoreView sv, float* m) {
+  const std::int64_t R = packed_rows(it), cols = it.col_end - it.col_begin;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  if (sv.col_stride == 1) {  // row-major
+    for (std::int64_t r = 0; r < R; ++r) {
+      const float* row = sv.base + r * sv.row_stride;
+      bool bad = false;
+      std::int64_t c = 0;
+      for (; c + L <= cols && !bad; c += L) bad = !hn::AllFalse(df, overflowed(df, hn::LoadU(df, row + c)));
+      for (; c < cols && !bad; ++c) bad = std::isnan(row[c]) || (row[c] != kNegInf && std::abs(row[c]) >= std::numeric_limits<float>::max());
+      if (bad) m[r] = nan;
+    }
+    return;
+  }
+  for (std::int64_t r0 = 0; r0 < padded_rows(it); r0 += L) {  // column-major: rows in lanes
+    auto bad = hn::FirstN(df, 0);
+    for (std::int64_t c = 0; c < cols; ++c) bad = hn::Or(bad, overflowed(df, hn::Load(df, sv.base + r0 + c * sv.col_stride)));
+    if (hn::AllFalse(df, bad)) continue;
+    hn::Store(hn::IfThenElse(bad, hn::Set(df, nan), hn::Load(df, m + r0)), df, m + r0);
+  }
+}
+
+/// True when the n values at x are all finite.
+HWY_INLINE bool all_finite(DF df, const float* x, std::int64_t n) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const VF big = hn::Set(df, std::numeric_limits<float>::max());
+  auto bad = hn::FirstN(df, 0);
+  std::int64_t c = 0;
+  for (; c + L <= n; c += L) bad = hn::Or(bad, hn::Not(hn::Le(hn::Abs(hn::LoadU(df, x + c)), big)));
+  for (; c < n; ++c)
+    if (!std::isfinite(x[c])) return false;
+  return hn::AllFalse(df, bad);
+}
+
+/// Wide P·V over a tile whose V rows (nc x vd at v) may hold non-finite values: such a row is
+/// added in scalar to the rows that weight it (P != 0) and then zeroed, so that the panel product
+/// never forms 0 * inf or 0 * NaN for rows that exclude it (25.1 #24). P is column-major (element
+/// (c, r) at pt[c * cs + r], Rp rows); acc_t is vd x Rp.
+HWY_INLINE void isolate_non_finite_values(DF df, const float* pt, std::int64_t cs, std::int64_t Rp, float* v,
+                                          std::int64_t nc, std::int64_t vd, float* acc_t) {
+  if (all_finite(df, v, nc * vd)) return;
+  for (std::int64_t c = 0; c < nc; ++c) {
+    float* vc = v + c * vd;
+    if (all_finite(df, vc, vd)) continue;
+    for (std::int64_t r = 0; r < Rp; ++r) {
+      const float w = pt[c * cs + r];
+      if (w == 0.0f) continue;
+      for (std::int64_t d = 0; d < vd; ++d) acc_t[d * Rp + r] += w * vc[d];
+    }
+    std::fill(vc, vc + vd, 0.0f);
+  }
+}
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FIA_CPU_GUARDS_INL_H_
