@@ -71,6 +71,20 @@ Status plan(const FiaArgs& args, const Options& options, Plan* out_plan);
 Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse,
            void* workspace, std::size_t workspace_bytes);
 
+/// Plan reuse (as FlashInfer's plan/run): runs `plan` on `args`, a call that differs from the
+/// planned one only in its data — new data pointers (the next layer's K/V cache, a new query) of
+/// the same shapes, dtypes, attributes, lengths and block tables. One plan per model step serves
+/// every layer, with one workspace. `args` is validated again (cheap, and it keeps every rule,
+/// such as block ids, checked against the data actually read); the schedule is reused. Outputs and
+/// workspace as for run() above.
+///
+/// Errors: as plan() for an invalid `args`; kInvalidArgument naming the parameter when `args`
+/// needs another schedule than the plan's (other shapes, lengths or attributes: make a new plan).
+/// Thread safety: a Plan is immutable; run() may be called on one Plan from several threads at
+/// once with separate outputs and workspaces.
+Status run(const Plan& plan, const FiaArgs& args, MutableTensorView attention_out, MutableTensorView softmax_lse,
+           void* workspace, std::size_t workspace_bytes);
+
 /// The two outputs of a call, owned.
 struct Outputs {
   OwnedTensor attention_out;

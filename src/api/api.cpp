@@ -167,6 +167,7 @@ static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_p
   if (options.threads < 0 || options.threads > kMaxThreads)
     return {StatusCode::kInvalidArgument, "threads",
             "threads must be in [0, " + std::to_string(kMaxThreads) + "], got " + std::to_string(options.threads)};
+  state->strict = options.strict;
   st = detail::build_problem(args, options.strict, &state->problem);
   if (!st.ok()) return st;
   state->threads = options.threads > 0 ? options.threads : detail::default_threads();
@@ -194,6 +195,36 @@ static Status run_impl(const Plan& plan, MutableTensorView attention_out, Mutabl
   return Status::Ok();
 }
 
+/// The parameter that makes problem q need another schedule than p, or "" when p's schedule fits
+/// it (the fields make_cpu_plan and the kernel table read).
+static std::string schedule_difference(const Problem& p, const Problem& q) {
+  if (p.batch != q.batch || p.act_q != q.act_q || p.q_start != q.q_start) return "actual_seq_lengths";
+  if (p.num_heads != q.num_heads) return "num_heads";
+  if (p.num_kv_heads != q.num_kv_heads) return "num_key_value_heads";
+  if (p.qk_dim != q.qk_dim || p.v_dim != q.v_dim || p.rope_dim != q.rope_dim || p.dtype != q.dtype) return "query";
+  if (p.kv_dtype != q.kv_dtype || p.kv_format != q.kv_format || p.kv_heads_interleaved() != q.kv_heads_interleaved())
+    return "key";
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    if (p.kv_len(b) != q.kv_len(b)) return "actual_seq_lengths_kv";
+  if (p.band_lo != q.band_lo || p.band_hi != q.band_hi || p.has_mask != q.has_mask) return "sparse_mode";
+  if (p.p_rule.kind != q.p_rule.kind || p.out_shape != q.out_shape || p.lse != q.lse) return "input_layout";
+  return "";
+}
+
+static Status run_args_impl(const Plan& plan, const FiaArgs& args, MutableTensorView attention_out,
+                            MutableTensorView softmax_lse, void* workspace, std::size_t workspace_bytes) {
+  if (!plan.valid()) return {StatusCode::kInvalidArgument, "plan", "plan() has not succeeded on this plan"};
+  auto state = std::make_shared<PlanState>(plan.state());
+  Status st = detail::build_problem(args, state->strict, &state->problem);
+  if (!st.ok()) return st;
+  const std::string differs = schedule_difference(plan.state().problem, state->problem);
+  if (!differs.empty())
+    return {StatusCode::kInvalidArgument, differs,
+            "this call needs another schedule than the plan's (other shapes, lengths or attributes): make a new plan"};
+  return run_impl(detail::PlanAccess::make(std::move(state)), std::move(attention_out), std::move(softmax_lse),
+                  workspace, workspace_bytes);
+}
+
 static Status fused_impl(const FiaArgs& args, const Options& options, Outputs* outputs) {
   if (outputs == nullptr) return {StatusCode::kNullArgument, "outputs", "outputs is null"};
   Plan pl;
@@ -218,6 +249,15 @@ Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView 
            std::size_t workspace_bytes) {
   try {
     return run_impl(plan, std::move(attention_out), std::move(softmax_lse), workspace, workspace_bytes);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory("running");
+  }
+}
+
+Status run(const Plan& plan, const FiaArgs& args, MutableTensorView attention_out, MutableTensorView softmax_lse,
+           void* workspace, std::size_t workspace_bytes) {
+  try {
+    return run_args_impl(plan, args, std::move(attention_out), std::move(softmax_lse), workspace, workspace_bytes);
   } catch (const std::bad_alloc&) {
     return out_of_memory("running");
   }

@@ -12,6 +12,7 @@ namespace fia::detail {
 
 struct PlanState {
   Problem problem;
+  bool strict = false;              ///< how problem was validated
   Backend backend = Backend::kCpu;  ///< resolved (never kDefault)
   int threads = 1;                  ///< workers of the cpu backend
   CpuPlan cpu;
