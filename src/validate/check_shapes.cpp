@@ -56,7 +56,8 @@ Status check_query(Ctx& c) {
   if (!parse_layout(a.input_layout, &c.layout)) {
     std::string list;
     for (const auto& s : accepted_layouts()) list += (list.empty() ? "" : ", ") + s;
-    return invalid("input_layout", cat("unsupported layout '", a.input_layout, "' (expected one of ", list, ")"));
+    return invalid("input_layout",
+                   cat("unsupported layout '", printable(a.input_layout, 32), "' (expected one of ", list, ")"));
   }
   FIA_RETURN_IF_ERROR(check_rank("query", a.query, c.layout.in));
   Axes q;

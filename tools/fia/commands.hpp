@@ -76,7 +76,8 @@ int compare_command(const CompareArgs& args);
 /// when FIA_BACKEND names no backend.
 bool resolve_backend(std::string* backend);
 
-/// Prints "error: <parameter>: <message>" on stderr.
+/// Prints "error: <parameter>: <message>" on stderr, one line: control bytes (NUL, newline, ...)
+/// are written as \xNN and very long text is cut.
 void print_error(const std::string& parameter, const std::string& message);
 
 }  // namespace fia::cli

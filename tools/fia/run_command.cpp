@@ -4,12 +4,15 @@
 
 #include "commands.hpp"
 #include "io/case_dir.hpp"
+#include "validate/printable.hpp"
 
 namespace fia::cli {
 
 void print_error(const std::string& parameter, const std::string& message) {
-  if (parameter.empty()) std::fprintf(stderr, "error: %s\n", message.c_str());
-  else std::fprintf(stderr, "error: %s: %s\n", parameter.c_str(), message.c_str());
+  // Escaped, so that a NUL or newline in echoed user text can neither cut nor split the line.
+  const std::string p = detail::printable(parameter, 200), m = detail::printable(message, 2000);
+  if (p.empty()) std::fprintf(stderr, "error: %s\n", m.c_str());
+  else std::fprintf(stderr, "error: %s: %s\n", p.c_str(), m.c_str());
 }
 
 namespace {
