@@ -21,6 +21,32 @@ Status bad(const std::string& label, const std::string& msg) {
   return {StatusCode::kInvalidArgument, label, msg};
 }
 
+std::string byte_hex(unsigned char c) {
+  static const char digits[] = "0123456789abcdef";
+  return std::string("0x") + digits[c >> 4] + digits[c & 15];
+}
+
+/// The frame the format gives the header: a JSON object that begins with '{' and is padded only
+/// with trailing spaces (0x20). A NUL byte would end nlohmann's input early, so it is caught here.
+Status check_header_frame(const std::string& header, const std::string& label) {
+  if (header.empty()) return bad(label, "the header is empty (it must be a JSON object)");
+  if (header[0] != '{')
+    return bad(label, "the header must begin with '{', got byte " + byte_hex(static_cast<unsigned char>(header[0])));
+  if (const auto nul = header.find('\0'); nul != std::string::npos)
+    return bad(label, "the header holds a NUL byte at file offset " + std::to_string(8 + nul) +
+                          "; only spaces (0x20) may pad it");
+  return Status::Ok();
+}
+
+/// After the JSON object only spaces may follow (JSON itself would also allow tabs and newlines).
+Status check_header_padding(const std::string& header, const std::string& label) {
+  const auto last = header.find_last_not_of(' ');
+  if (header[last] == '}') return Status::Ok();
+  const auto pad = header.find_first_of("\t\n\r");
+  return bad(label, "only spaces (0x20) may pad the header, got byte " +
+                        byte_hex(static_cast<unsigned char>(header[pad])) + " at file offset " + std::to_string(8 + pad));
+}
+
 /// A header the JSON reader refused, in the words of the format.
 Status header_error(const JsonObject& parsed, const std::string& label) {
   switch (parsed.error) {
@@ -55,8 +81,10 @@ Status parse_safetensors(const std::vector<unsigned char>& image, const std::str
   if (n > kMaxHeader) return bad(label, "header length " + std::to_string(n) + " exceeds 100 MB");
   if (n > image.size() - 8) return bad(label, "truncated: header length " + std::to_string(n) + " runs past the end of the file");
   const std::string header(reinterpret_cast<const char*>(image.data() + 8), n);
+  if (Status st = check_header_frame(header, label); !st.ok()) return st;
   const JsonObject parsed = parse_json_object(header);
   if (!parsed.ok()) return header_error(parsed, label);
+  if (Status st = check_header_padding(header, label); !st.ok()) return st;
   const json& j = parsed.value;
   const std::uint64_t data_begin = 8 + n;
   const std::uint64_t data_size = image.size() - data_begin;

@@ -108,5 +108,18 @@ TEST(FiaRunErrors, NonFiniteScaleNamesTheKey) {
   fs::remove_all(dir);
 }
 
+TEST(FiaRunErrors, HeaderPaddedWithOtherBytesThanSpacesIsRejected) {
+  const std::string dir = valid_case("padding");
+  edit_header(dir, [](std::string& h) {
+    h = h.substr(0, h.find_last_not_of(' ') + 1);
+    h += std::string("\0\xff", 2);
+  });
+  const CliResult r = run_fia({"run", dir + "/case", "--out", dir + "/out"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("error: inputs.safetensors: the header holds a NUL byte at file offset ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("; only spaces (0x20) may pad it\n"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace fia::test

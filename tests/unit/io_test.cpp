@@ -215,6 +215,22 @@ TEST(Safetensors, DeeplyNestedHeaderIsRejectedNamingTheFile) {
   EXPECT_LT(dtype.message.size(), 140u) << dtype.message;
 }
 
+TEST(Safetensors, OnlyTrailingSpacesMayPadTheHeader) {
+  const std::string json = R"({"t":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}})";
+  TensorFile f;
+  EXPECT_TRUE(parse_safetensors(image_with_header(json + "   ", 2), "x.safetensors", &f).ok());
+  const std::pair<std::string, const char*> bad[] = {
+      {json + std::string("\0\xff", 2), "the header holds a NUL byte at file offset 62; only spaces (0x20) may pad it"},
+      {json + "\n  ", "only spaces (0x20) may pad the header, got byte 0x0a at file offset 62"},
+      {" " + json, "the header must begin with '{', got byte 0x20"},
+  };
+  for (const auto& [header, message] : bad) {
+    const Status st = parse_safetensors(image_with_header(header, 2), "x.safetensors", &f);
+    EXPECT_EQ(st.parameter, "x.safetensors");
+    EXPECT_EQ(st.message, message);
+  }
+}
+
 TEST(Printable, EscapesControlBytesAndBrokenUtf8AndCutsLongText) {
   EXPECT_EQ(detail::printable(std::string("BS\0H\n\x7f", 6)), "BS\\x00H\\x0a\\x7f");
   EXPECT_EQ(detail::printable("caf\xc3\xa9 \xff\xc3"), "caf\xc3\xa9 \\xff\\xc3");
