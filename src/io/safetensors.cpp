@@ -89,7 +89,12 @@ Status parse_safetensors(const std::vector<unsigned char>& image, const std::str
   const std::uint64_t data_begin = 8 + n;
   const std::uint64_t data_size = image.size() - data_begin;
 
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+  struct Span {
+    std::uint64_t begin, end;
+    std::string name;
+    bool operator<(const Span& o) const { return begin < o.begin || (begin == o.begin && end < o.end); }
+  };
+  std::vector<Span> spans;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& name = it.key();
     const std::string shown = detail::printable(name, 64);
@@ -134,11 +139,23 @@ Status parse_safetensors(const std::vector<unsigned char>& image, const std::str
     OwnedTensor t(dtype, std::move(dims));
     if (en > b) std::memcpy(t.bytes.data(), image.data() + data_begin + b, en - b);
     out->tensors[name] = std::move(t);
-    if (en > b) spans.emplace_back(b, en);
+    if (en > b) spans.push_back({b, en, shown});
   }
   std::sort(spans.begin(), spans.end());
-  for (std::size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].first < spans[i - 1].second) return bad(label, "tensors overlap in the data area");
+  for (std::size_t i = 1; i < spans.size(); ++i) {
+    const Span& x = spans[i - 1];
+    const Span& y = spans[i];
+    auto range = [](const Span& s) {
+      std::string r = "bytes [";
+      r += std::to_string(s.begin);
+      r += ", ";
+      r += std::to_string(s.end);
+      return r += ")";
+    };
+    if (y.begin < x.end)
+      return bad(label, "tensors '" + x.name + "' (" + range(x) + ") and '" + y.name + "' (" + range(y) +
+                            ") overlap in the data area");
+  }
   return Status::Ok();
 }
 

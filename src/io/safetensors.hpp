@@ -21,7 +21,7 @@ struct TensorFile {
 /// truncated file, a malformed or oversized header (one that does not begin with '{', is nested
 /// deeper than kMaxJsonDepth, or is padded with anything but trailing spaces), unknown dtypes,
 /// negative or overflowing shapes, offsets that do not match the shape or leave the data area, and
-/// overlapping tensors. Errors name `label` (usually the file name) as the parameter.
+/// overlapping tensors (naming both). Errors name `label` (usually the file name) as the parameter.
 Status parse_safetensors(const std::vector<unsigned char>& image, const std::string& label, TensorFile* out);
 
 /// Reads and parses a file; a missing or unreadable file is an error naming `path`.

@@ -231,6 +231,16 @@ TEST(Safetensors, OnlyTrailingSpacesMayPadTheHeader) {
   }
 }
 
+TEST(Safetensors, OverlappingTensorsAreBothNamed) {
+  TensorFile f;
+  const Status st = parse_safetensors(
+      image_with_header(R"({"key":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
+                        R"("value":{"dtype":"F16","shape":[2],"data_offsets":[2,6]}})", 6),
+      "inputs.safetensors", &f);
+  EXPECT_EQ(st.parameter, "inputs.safetensors");
+  EXPECT_EQ(st.message, "tensors 'key' (bytes [0, 4)) and 'value' (bytes [2, 6)) overlap in the data area");
+}
+
 TEST(Printable, EscapesControlBytesAndBrokenUtf8AndCutsLongText) {
   EXPECT_EQ(detail::printable(std::string("BS\0H\n\x7f", 6)), "BS\\x00H\\x0a\\x7f");
   EXPECT_EQ(detail::printable("caf\xc3\xa9 \xff\xc3"), "caf\xc3\xa9 \\xff\\xc3");
