@@ -20,6 +20,36 @@ CallSpec gqa(const std::string& layout) {
   return s;
 }
 
+TEST(ErrorMessages, ForgottenNumKeyValueHeadsSuggestsTheCachesHeadCount) {
+  for (const std::string layout : {"BSH", "BNSD"}) {
+    TestCall call = build_call(gqa(layout), 1);
+    ASSERT_TRUE(plan_status(call.args).ok()) << layout;
+    call.args.num_key_value_heads = 0;  // forgotten: taken as num_heads
+    const Status st = plan_status(call.args);
+    EXPECT_EQ(st.parameter, "key") << layout;
+    EXPECT_EQ(st.message, layout == "BSH"
+                              ? "key head dim 16 != query head dim 64 (if the cache has 4 KV heads, set num_key_value_heads=4)"
+                              : "key head count 4 != num_key_value_heads 16 (if the cache has 4 KV heads, set "
+                                "num_key_value_heads=4)")
+        << layout;
+  }
+  // A wrong count that does not divide the cache's hidden size gets the hint too.
+  TestCall call = build_call(gqa("BSH"), 1);
+  call.args.num_key_value_heads = 8;  // H 256 = 8 x 32: head dim 32 != 64
+  EXPECT_EQ(plan_status(call.args).message,
+            "key head dim 32 != query head dim 64 (if the cache has 4 KV heads, set num_key_value_heads=4)");
+}
+
+TEST(ErrorMessages, NoHintWhenNoKvHeadCountFits) {
+  CallSpec s = gqa("BSH");
+  s.num_heads = 6;
+  s.num_kv_heads = 6;
+  TestCall call = build_call(s, 1);
+  call.args.key[0].shape[2] = 5 * 64;  // 5 heads of 64: 5 does not divide num_heads 6
+  call.args.value[0].shape[2] = 5 * 64;
+  EXPECT_EQ(plan_status(call.args).message, "key hidden size 320 is not a multiple of num_key_value_heads 6");
+}
+
 TEST(ErrorMessages, EchoedLayoutEscapesNulBytes) {
   TestCall call = build_call(gqa("BSH"), 1);
   call.args.input_layout = std::string("BS\0H", 4);
