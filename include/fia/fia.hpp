@@ -66,7 +66,9 @@ Status plan(const FiaArgs& args, const Options& options, Plan* out_plan);
 /// flag is set softmax_lse must be F32 with plan.softmax_lse_shape(), otherwise it may be absent
 /// and is left untouched. `workspace` must hold plan.workspace_bytes() bytes (nullptr if 0).
 ///
-/// Errors: kInvalidArgument naming attention_out / softmax_lse / workspace when they do not fit.
+/// Errors: kNullArgument naming attention_out, or softmax_lse when the flag is set, when that view
+/// is absent (not present()); kInvalidArgument naming attention_out / softmax_lse / workspace
+/// when they do not fit.
 /// Deterministic: the result does not depend on options.threads.
 Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse,
            void* workspace, std::size_t workspace_bytes);

@@ -59,5 +59,23 @@ TEST(ErrorMessages, EchoedLayoutEscapesNulBytes) {
   EXPECT_EQ(st.message.find('\0'), std::string::npos);
 }
 
+TEST(ErrorMessages, RunNamesAMissingSoftmaxLseAsMissing) {
+  CallSpec s = gqa("BSH");
+  s.lse = true;
+  TestCall call = build_call(s, 1);
+  Plan pl;
+  ASSERT_TRUE(plan(call.args, Options{}, &pl).ok());
+  OwnedTensor out(pl.attention_out_dtype(), pl.attention_out_shape());
+  std::vector<std::byte> ws(pl.workspace_bytes());
+  Status st = run(pl, out.mutable_view(), {}, ws.data(), ws.size());
+  EXPECT_EQ(st.code, StatusCode::kNullArgument);
+  EXPECT_EQ(st.to_string(), "softmax_lse: required when softmax_lse_flag is true");
+  OwnedTensor lse(DType::F32, pl.softmax_lse_shape());
+  st = run(pl, {}, lse.mutable_view(), ws.data(), ws.size());
+  EXPECT_EQ(st.code, StatusCode::kNullArgument);
+  EXPECT_EQ(st.to_string(), "attention_out: required, got an absent view");
+  EXPECT_TRUE(run(pl, out.mutable_view(), lse.mutable_view(), ws.data(), ws.size()).ok());
+}
+
 }  // namespace
 }  // namespace fia::test
