@@ -1,10 +1,17 @@
-// The fia tool's own options: the ranges numeric options name when out of range.
+// The fia tool's own options: --version, and the ranges numeric options name when out of range.
 #include <gtest/gtest.h>
 
 #include "support/cli_runner.hpp"
 
 namespace fia::test {
 namespace {
+
+TEST(FiaUsage, VersionPrintsTheProjectVersion) {
+  const CliResult r = run_fia({"--version"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string("fia ") + FIA_VERSION + "\n");
+  EXPECT_EQ(r.err, "");
+}
 
 TEST(FiaUsage, OutOfRangeNumbersNameASensibleRange) {
   // --block-size 0 once printed DBL_MAX with its 309 digits as the upper bound.

@@ -34,6 +34,7 @@ CLI::Validator in_range(double lo, double hi) {
 int main(int argc, char** argv) {
   using namespace fia::cli;
   CLI::App app{"fia: FusedInferAttentionScore on CPUs"};
+  app.set_version_flag("--version", "fia " FIA_VERSION, "Print the version of fia and exit");
   app.require_subcommand(1);
 
   RunArgs run;
@@ -90,6 +91,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
