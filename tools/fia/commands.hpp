@@ -17,11 +17,13 @@ struct RunArgs {
   std::string backend;  ///< cpu or reference; empty = FIA_BACKEND, else cpu
   int threads = 0;
   bool strict = false;
+  bool expected = false;  ///< write the reference's exact answer as OUT_DIR/expected.safetensors
 };
 
 /// `fia run CASE_DIR --out OUT_DIR`: computes one case (CASE-FORMAT.md) and writes
-/// OUT_DIR/outputs.safetensors. On a rejected call prints one `error: ` line, writes nothing and
-/// returns kExitRejected.
+/// OUT_DIR/outputs.safetensors; with `expected`, the float64 reference's answer before the final
+/// cast, as OUT_DIR/expected.safetensors in the format of the shared sample cases. On a rejected
+/// call prints one `error: ` line, writes nothing and returns kExitRejected.
 int run_command(const RunArgs& args);
 
 struct GenerateArgs {

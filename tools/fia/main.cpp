@@ -41,10 +41,16 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "Compute one case folder (params.json + inputs.safetensors)");
   run_cmd->add_option("CASE_DIR", run.case_dir, "Case folder")->required();
   run_cmd->add_option("--out", run.out_dir, "Output folder for outputs.safetensors")->required();
-  run_cmd->add_option("--backend", run.backend, "cpu or reference (float64); default FIA_BACKEND, else cpu")
-      ->check(CLI::IsMember({"cpu", "reference"}));
+  CLI::Option* run_backend =
+      run_cmd->add_option("--backend", run.backend, "cpu or reference (float64); default FIA_BACKEND, else cpu")
+          ->check(CLI::IsMember({"cpu", "reference"}));
   run_cmd->add_option("--threads", run.threads, "Worker threads (0 = FIA_NUM_THREADS, OMP_NUM_THREADS or all CPUs)")->check(in_range(0, 1024));
   run_cmd->add_flag("--strict", run.strict, "Also reject what an Ascend NPU would reject (hardware limits)");
+  run_cmd
+      ->add_flag("--expected", run.expected,
+                 "Write the float64 reference's exact answer (F32, before the cast to the output dtype) as "
+                 "OUT_DIR/expected.safetensors, for fia compare")
+      ->excludes(run_backend);
 
   GenerateArgs gen;
   CLI::App* gen_cmd =
