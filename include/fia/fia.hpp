@@ -27,6 +27,15 @@ struct PlanAccess;
 
 /// A validated call: the canonical problem, its output shapes and the workspace it needs.
 /// Cheap to copy (shared, immutable). Holds views of the FiaArgs tensors, which must outlive it.
+///
+/// Thread safety: a Plan is immutable once fia::plan() has filled it, and copies share that state.
+/// run() may be called on one Plan (or its copies) from several threads at once, provided each
+/// call has its own attention_out, softmax_lse and workspace memory; the results are the same
+/// bits as one call at a time. run() keeps nothing between calls; the cpu backend's workers come
+/// from one process-wide oneTBB arena per worker count, which concurrent calls share (so they
+/// compete for those `options.threads` workers instead of each getting as many). The input
+/// tensors must not change while any call runs. plan() may also be called from several threads.
+/// Assigning to a Plan object while another thread runs it is a data race, as for any object.
 class Plan {
  public:
   Plan();
@@ -65,6 +74,9 @@ Status plan(const FiaArgs& args, const Options& options, Plan* out_plan);
 /// caller-provided memory. attention_out must have plan.attention_out_shape() and dtype; when the
 /// flag is set softmax_lse must be F32 with plan.softmax_lse_shape(), otherwise it may be absent
 /// and is left untouched. `workspace` must hold plan.workspace_bytes() bytes (nullptr if 0).
+///
+/// Safe to call from several threads at once on one Plan with separate outputs and workspaces
+/// (see Plan).
 ///
 /// Errors: kNullArgument naming attention_out, or softmax_lse when the flag is set, when that view
 /// is absent (not present()); kInvalidArgument naming attention_out / softmax_lse / workspace
