@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "args/tensor_slots.hpp"
-#include "io/case_dir.hpp"
+#include "fia/io/case_dir.hpp"
 #include "numeric/half.hpp"
 #include "validate/build_problem.hpp"
 

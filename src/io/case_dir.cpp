@@ -1,4 +1,4 @@
-#include "io/case_dir.hpp"
+#include "fia/io/case_dir.hpp"
 
 #include <cstring>
 #include <filesystem>
@@ -7,8 +7,8 @@
 
 #include "args/tensor_slots.hpp"
 #include "io/json_text.hpp"
-#include "io/npy.hpp"
-#include "io/safetensors.hpp"
+#include "fia/io/npy.hpp"
+#include "fia/io/safetensors.hpp"
 #include "validate/printable.hpp"
 
 namespace fia::io {

@@ -1,4 +1,4 @@
-#include "io/safetensors.hpp"
+#include "fia/io/safetensors.hpp"
 
 #include <algorithm>
 #include <cstdio>

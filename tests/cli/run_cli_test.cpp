@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "io/case_dir.hpp"
-#include "io/safetensors.hpp"
+#include "fia/io/case_dir.hpp"
+#include "fia/io/safetensors.hpp"
 #include "support/call_builder.hpp"
 #include "support/cli_runner.hpp"
 #include "support/random_spec.hpp"

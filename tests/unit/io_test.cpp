@@ -3,10 +3,10 @@
 
 #include <cstring>
 
-#include "io/case_dir.hpp"
+#include "fia/io/case_dir.hpp"
 #include "io/json_text.hpp"
-#include "io/npy.hpp"
-#include "io/safetensors.hpp"
+#include "fia/io/npy.hpp"
+#include "fia/io/safetensors.hpp"
 #include "validate/printable.hpp"
 
 namespace fia::io {

@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "commands.hpp"
-#include "io/case_dir.hpp"
-#include "io/safetensors.hpp"
+#include "fia/io/case_dir.hpp"
+#include "fia/io/safetensors.hpp"
 #include "reference/reference.hpp"
 #include "validate/build_problem.hpp"
 #include "validate/printable.hpp"
