@@ -91,6 +91,21 @@ struct Outputs {
   OwnedTensor softmax_lse;  ///< F32; shape {1} holding 0 when softmax_lse_flag is false
 };
 
+/// Rows and columns of the compressed mask of sparse modes 2, 3 and 4 (FIA-SPEC 6.2).
+inline constexpr std::int64_t kCompressedMaskSize = 2048;
+
+/// Builds the compressed mask FIA requires as `atten_mask` for sparse_mode 2 (causal from the top
+/// left), 3 (causal from the bottom right) and 4 (band) (FIA-SPEC 6.2): shape
+/// (kCompressedMaskSize, kCompressedMaskSize) = (2048, 2048), element [x][y] 1 (masked) iff
+/// y > x, i.e. the strict upper triangle (numpy `triu(ones((2048, 2048)), k=1)`). FIA does not
+/// read it as a positional mask: which keys a query row sees follows from sparse_mode,
+/// pre_tokens, next_tokens and the actual lengths (FIA-SPEC 6.4), so one mask serves a causal
+/// prefill of any length. Build it once and reuse it across calls.
+///
+/// `dtype`: Bool, U8 or I8 (FIA-SPEC 6.1). Errors: kInvalidArgument naming atten_mask for any
+/// other dtype (`out` is then left as it was); kNullArgument when `out` is null.
+Status compressed_mask(DType dtype, OwnedTensor* out);
+
 /// plan() + allocation + run() in one call, returning what torch_npu's
 /// npu_fused_infer_attention_score returns. Same errors as plan() and run().
 Status fused_infer_attention_score(const FiaArgs& args, const Options& options, Outputs* outputs);
