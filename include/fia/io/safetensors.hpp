@@ -31,7 +31,8 @@ Status read_safetensors(const std::string& path, TensorFile* out);
 std::vector<unsigned char> serialize_safetensors(const std::vector<std::pair<std::string, const OwnedTensor*>>& tensors,
                                                  const std::map<std::string, std::string>& metadata = {});
 
-/// Writes a safetensors file atomically (a temporary file renamed into place).
+/// Writes a safetensors file atomically (a temporary file renamed into place). Errors: kInternal
+/// naming `path` when it cannot be written.
 Status write_safetensors(const std::string& path,
                          const std::vector<std::pair<std::string, const OwnedTensor*>>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
