@@ -189,7 +189,9 @@ Status load_case(const std::string& dir, Case* out) {
     std::string base;
     std::size_t index;
     const bool known = tensor_names().count(name) || (list_name(name, &base, &index) && (base == "key" || base == "value"));
-    if (!known) return bad(detail::printable(name, 64), "unknown tensor name in " + detail::printable(entry.path().filename().string()));
+    if (!known)
+      return bad(detail::printable(name, 64),
+                 "unknown tensor name in " + detail::printable(entry.path().filename().string()));
     if (out->tensors.count(name)) return bad(name, "given both in inputs.safetensors and as " + name + ".npy");
     OwnedTensor t;
     Status st = read_npy(entry.path().string(), &t);

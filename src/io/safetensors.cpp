@@ -43,8 +43,8 @@ Status check_header_padding(const std::string& header, const std::string& label)
   const auto last = header.find_last_not_of(' ');
   if (header[last] == '}') return Status::Ok();
   const auto pad = header.find_first_of("\t\n\r");
-  return bad(label, "only spaces (0x20) may pad the header, got byte " +
-                        byte_hex(static_cast<unsigned char>(header[pad])) + " at file offset " + std::to_string(8 + pad));
+  const std::string got = byte_hex(static_cast<unsigned char>(header[pad]));
+  return bad(label, "only spaces (0x20) may pad the header, got byte " + got + " at file offset " + std::to_string(8 + pad));
 }
 
 /// A header the JSON reader refused, in the words of the format.

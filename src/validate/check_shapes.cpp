@@ -122,8 +122,8 @@ std::string kv_heads_hint(const Ctx& c, const TensorView& k, Layout layout) {
 Status key_heads_mismatch(const Ctx& c, const TensorView& k, Layout layout, const Axes* kx) {
   const std::string hint = kv_heads_hint(c, k, layout);
   if (kx == nullptr)
-    return invalid("key", cat("key hidden size ", k.shape[2] * c.kv_pack(), " is not a multiple of num_key_value_heads ",
-                              c.num_kv_heads, hint));
+    return invalid("key", cat("key hidden size ", k.shape[2] * c.kv_pack(),
+                              " is not a multiple of num_key_value_heads ", c.num_kv_heads, hint));
   if (kx->n != c.num_kv_heads)
     return invalid("key", cat("key head count ", kx->n, " != num_key_value_heads ", c.num_kv_heads, hint));
   return invalid("key", cat("key head dim ", kx->d, " != query head dim ", c.qk_dim, hint));

@@ -121,9 +121,11 @@ TEST(FiaRun, ExpectedWritesTheReferencesExactAnswer) {
   const OwnedTensor& lse = f.tensors.at("softmax_lse");
   ASSERT_EQ(out.dtype, DType::F32);
   ASSERT_EQ(out.numel(), static_cast<std::int64_t>(exact.out.size()));
-  for (std::size_t i = 0; i < exact.out.size(); ++i) ASSERT_EQ(out.as<float>()[i], static_cast<float>(exact.out[i])) << i;
+  for (std::size_t i = 0; i < exact.out.size(); ++i)
+    ASSERT_EQ(out.as<float>()[i], static_cast<float>(exact.out[i])) << i;
   ASSERT_EQ(lse.numel(), static_cast<std::int64_t>(exact.lse.size()));
-  for (std::size_t i = 0; i < exact.lse.size(); ++i) ASSERT_EQ(lse.as<float>()[i], static_cast<float>(exact.lse[i])) << i;
+  for (std::size_t i = 0; i < exact.lse.size(); ++i)
+    ASSERT_EQ(lse.as<float>()[i], static_cast<float>(exact.lse[i])) << i;
   EXPECT_EQ(f.metadata.at("out_dtype"), dtype_name(call.args.query.dtype));
   EXPECT_EQ(f.metadata.at("lse_flag"), "true");
   // The reference writes it: --backend does not combine with --expected.

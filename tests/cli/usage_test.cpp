@@ -24,7 +24,8 @@ TEST(FiaUsage, OutOfRangeNumbersNameASensibleRange) {
        "error: --temperature: must be in [0, 100], got -0.5 (see --help)\n"},
       {{"generate", "--model", "m", "--tokenizer", "t", "--threads", "-1"},
        "error: --threads: must be in [0, 1024], got -1 (see --help)\n"},
-      {{"run", "c", "--out", "o", "--threads", "2000"}, "error: --threads: must be in [0, 1024], got 2000 (see --help)\n"},
+      {{"run", "c", "--out", "o", "--threads", "2000"},
+       "error: --threads: must be in [0, 1024], got 2000 (see --help)\n"},
   };
   for (const auto& [args, err] : cases) {
     const CliResult r = run_fia(args);

@@ -27,10 +27,9 @@ TEST(ErrorMessages, ForgottenNumKeyValueHeadsSuggestsTheCachesHeadCount) {
     call.args.num_key_value_heads = 0;  // forgotten: taken as num_heads
     const Status st = plan_status(call.args);
     EXPECT_EQ(st.parameter, "key") << layout;
-    EXPECT_EQ(st.message, layout == "BSH"
-                              ? "key head dim 16 != query head dim 64 (if the cache has 4 KV heads, set num_key_value_heads=4)"
-                              : "key head count 4 != num_key_value_heads 16 (if the cache has 4 KV heads, set "
-                                "num_key_value_heads=4)")
+    const std::string hint = " (if the cache has 4 KV heads, set num_key_value_heads=4)";
+    EXPECT_EQ(st.message, layout == "BSH" ? "key head dim 16 != query head dim 64" + hint
+                                          : "key head count 4 != num_key_value_heads 16" + hint)
         << layout;
   }
   // A wrong count that does not divide the cache's hidden size gets the hint too.

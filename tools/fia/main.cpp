@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
   CLI::Option* run_backend =
       run_cmd->add_option("--backend", run.backend, "cpu or reference (float64); default FIA_BACKEND, else cpu")
           ->check(CLI::IsMember({"cpu", "reference"}));
-  run_cmd->add_option("--threads", run.threads, "Worker threads (0 = FIA_NUM_THREADS, OMP_NUM_THREADS or all CPUs)")->check(in_range(0, 1024));
+  run_cmd->add_option("--threads", run.threads, "Worker threads (0 = FIA_NUM_THREADS, OMP_NUM_THREADS or all CPUs)")
+      ->check(in_range(0, 1024));
   run_cmd->add_flag("--strict", run.strict, "Also reject what an Ascend NPU would reject (hardware limits)");
   run_cmd
       ->add_flag("--expected", run.expected,
@@ -81,7 +82,8 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--shapes", bench.shapes, "Workload file (default: the repository's bench/shapes.json)");
   bench_cmd->add_option("--only", bench.only, "Comma-separated workload names, e.g. D1,P1");
   bench_cmd->add_option("--case", bench.case_dir, "Time one case folder instead of the workload file");
-  bench_cmd->add_option("--threads", bench.threads, "Worker threads (0 = FIA_NUM_THREADS, OMP_NUM_THREADS or all CPUs)")->check(in_range(0, 1024));
+  bench_cmd->add_option("--threads", bench.threads, "Worker threads (0 = FIA_NUM_THREADS, OMP_NUM_THREADS or all CPUs)")
+      ->check(in_range(0, 1024));
   bench_cmd->add_option("--repeat", bench.repeat, "Timed calls per workload (0 = 30 decode, 5 prefill)")
       ->check(in_range(0, 100000));
   bench_cmd->add_option("--json", bench.json, "Also write the results as JSON");
