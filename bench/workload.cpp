@@ -13,7 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "args/tensor_slots.hpp"
-#include "io/case_dir.hpp"
+#include "fia/io/case_dir.hpp"
+#include "io/json_text.hpp"
 #include "numeric/half.hpp"
 #include "validate/build_problem.hpp"
 
@@ -196,8 +197,11 @@ std::vector<Workload> load_shapes(const std::string& path, const std::vector<std
   if (!f) throw std::runtime_error("cannot read " + path);
   std::stringstream ss;
   ss << f.rdbuf();
-  const json j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded() || !j.contains("shapes") || !j["shapes"].is_array()) throw std::runtime_error(path + ": no 'shapes' list");
+  const io::JsonObject parsed = io::parse_json_object(ss.str());  // bounded nesting: no stack overflow
+  if (!parsed.ok())
+    throw std::runtime_error(path + ": " + (parsed.key.empty() ? "" : "'" + parsed.key + "': ") + parsed.message);
+  const json& j = parsed.value;
+  if (!j.contains("shapes") || !j["shapes"].is_array()) throw std::runtime_error(path + ": no 'shapes' list");
   std::vector<Workload> out;
   for (const json& e : j["shapes"]) {
     const std::string name = e.value("name", "");

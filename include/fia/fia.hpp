@@ -27,6 +27,15 @@ struct PlanAccess;
 
 /// A validated call: the canonical problem, its output shapes and the workspace it needs.
 /// Cheap to copy (shared, immutable). Holds views of the FiaArgs tensors, which must outlive it.
+///
+/// Thread safety: a Plan is immutable once fia::plan() has filled it, and copies share that state.
+/// run() may be called on one Plan (or its copies) from several threads at once, provided each
+/// call has its own attention_out, softmax_lse and workspace memory; the results are the same
+/// bits as one call at a time. run() keeps nothing between calls; the cpu backend's workers come
+/// from one process-wide oneTBB arena per worker count, which concurrent calls share (so they
+/// compete for those `options.threads` workers instead of each getting as many). The input
+/// tensors must not change while any call runs. plan() may also be called from several threads.
+/// Assigning to a Plan object while another thread runs it is a data race, as for any object.
 class Plan {
  public:
   Plan();
@@ -66,7 +75,12 @@ Status plan(const FiaArgs& args, const Options& options, Plan* out_plan);
 /// flag is set softmax_lse must be F32 with plan.softmax_lse_shape(), otherwise it may be absent
 /// and is left untouched. `workspace` must hold plan.workspace_bytes() bytes (nullptr if 0).
 ///
-/// Errors: kInvalidArgument naming attention_out / softmax_lse / workspace when they do not fit.
+/// Safe to call from several threads at once on one Plan with separate outputs and workspaces
+/// (see Plan).
+///
+/// Errors: kNullArgument naming attention_out, or softmax_lse when the flag is set, when that view
+/// is absent (not present()); kInvalidArgument naming attention_out / softmax_lse / workspace
+/// when they do not fit.
 /// Deterministic: the result does not depend on options.threads.
 Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse,
            void* workspace, std::size_t workspace_bytes);
@@ -90,6 +104,21 @@ struct Outputs {
   OwnedTensor attention_out;
   OwnedTensor softmax_lse;  ///< F32; shape {1} holding 0 when softmax_lse_flag is false
 };
+
+/// Rows and columns of the compressed mask of sparse modes 2, 3 and 4 (FIA-SPEC 6.2).
+inline constexpr std::int64_t kCompressedMaskSize = 2048;
+
+/// Builds the compressed mask FIA requires as `atten_mask` for sparse_mode 2 (causal from the top
+/// left), 3 (causal from the bottom right) and 4 (band) (FIA-SPEC 6.2): shape
+/// (kCompressedMaskSize, kCompressedMaskSize) = (2048, 2048), element [x][y] 1 (masked) iff
+/// y > x, i.e. the strict upper triangle (numpy `triu(ones((2048, 2048)), k=1)`). FIA does not
+/// read it as a positional mask: which keys a query row sees follows from sparse_mode,
+/// pre_tokens, next_tokens and the actual lengths (FIA-SPEC 6.4), so one mask serves a causal
+/// prefill of any length. Build it once and reuse it across calls.
+///
+/// `dtype`: Bool, U8 or I8 (FIA-SPEC 6.1). Errors: kInvalidArgument naming atten_mask for any
+/// other dtype (`out` is then left as it was); kNullArgument when `out` is null.
+Status compressed_mask(DType dtype, OwnedTensor* out);
 
 /// plan() + allocation + run() in one call, returning what torch_npu's
 /// npu_fused_infer_attention_score returns. Same errors as plan() and run().

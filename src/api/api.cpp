@@ -92,6 +92,7 @@ void store(MutableTensorView& v, std::int64_t off, double x) {
 }
 
 Status check_output(const char* name, const MutableTensorView& v, DType dtype, const std::vector<std::int64_t>& shape) {
+  if (!v.present()) return {StatusCode::kNullArgument, name, "required, got an absent view"};
   if (v.dtype != dtype)
     return {StatusCode::kInvalidArgument, name,
             std::string("dtype must be ") + std::string(dtype_name(dtype)) + ", got " + std::string(dtype_name(v.dtype))};
@@ -184,6 +185,8 @@ static Status run_impl(const Plan& plan, MutableTensorView attention_out, Mutabl
   Status st = check_output("attention_out", attention_out, p.out_dtype, p.out_shape);
   if (!st.ok()) return st;
   if (p.lse) {
+    if (!softmax_lse.present())
+      return {StatusCode::kNullArgument, "softmax_lse", "required when softmax_lse_flag is true"};
     st = check_output("softmax_lse", softmax_lse, DType::F32, p.lse_shape);
     if (!st.ok()) return st;
   }

@@ -1,15 +1,15 @@
-#include "io/case_dir.hpp"
+#include "fia/io/case_dir.hpp"
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include "args/tensor_slots.hpp"
-#include "io/npy.hpp"
-#include "io/safetensors.hpp"
+#include "io/json_text.hpp"
+#include "fia/io/npy.hpp"
+#include "fia/io/safetensors.hpp"
+#include "validate/printable.hpp"
 
 namespace fia::io {
 
@@ -21,9 +21,9 @@ namespace fs = std::filesystem;
 Status bad(const std::string& name, const std::string& msg) { return {StatusCode::kInvalidArgument, name, msg}; }
 
 Status get_int(const json& v, const std::string& key, std::int64_t* out) {
-  if (!v.is_number_integer()) return bad(key, "must be an integer, got " + v.dump());
+  if (!v.is_number_integer()) return bad(key, "must be an integer, got " + json_brief(v));
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-    return bad(key, "must fit in int64, got " + v.dump());
+    return bad(key, "must fit in int64, got " + json_brief(v));
   *out = v.get<std::int64_t>();
   return Status::Ok();
 }
@@ -33,11 +33,11 @@ Status get_int_list(const json& v, const std::string& key, std::optional<std::ve
     out->reset();
     return Status::Ok();
   }
-  if (!v.is_array()) return bad(key, "must be a list of integers, got " + v.dump());
+  if (!v.is_array()) return bad(key, "must be a list of integers, got " + json_brief(v));
   std::vector<std::int64_t> r;
   for (const json& e : v) {
     std::int64_t x;
-    if (!get_int(e, key, &x).ok()) return bad(key, "must be a list of integers, got element " + e.dump());
+    if (!get_int(e, key, &x).ok()) return bad(key, "must be a list of integers, got element " + json_brief(e));
     r.push_back(x);
   }
   *out = std::move(r);
@@ -83,8 +83,8 @@ Status bind_tensors(Case* c) {
     } else if (TensorView* slot = detail::tensor_slot(a, name)) {
       *slot = t.view();
     } else {
-      return bad(name.empty() ? "inputs.safetensors" : name,
-                 "unknown tensor name '" + name + "' (expected a torch_npu input name, or key.N / value.N)");
+      return bad("inputs.safetensors", "unknown tensor name '" + detail::printable(name, 64) +
+                                           "' (expected a torch_npu input name, or key.N / value.N)");
     }
   }
   for (const char* base : {"key", "value"}) {
@@ -107,10 +107,12 @@ Status bind_tensors(Case* c) {
 }  // namespace
 
 Status parse_params(const std::string& json_text, FiaArgs* args) {
-  std::string duplicate;
-  const json j = parse_json_object(json_text, &duplicate);
-  if (!duplicate.empty()) return bad(duplicate, "given twice in params.json");
-  if (j.is_discarded() || !j.is_object()) return bad("params.json", "must hold a JSON object");
+  const JsonObject parsed = parse_json_object(json_text);
+  if (!parsed.ok()) {
+    if (parsed.key.empty()) return bad("params.json", parsed.message);
+    return bad(parsed.key, parsed.message + (parsed.error == JsonObject::Error::kDuplicate ? " in params.json" : ""));
+  }
+  const json& j = parsed.value;
   FiaArgs& a = *args;
   if (j.contains("scale") && j.contains("scale_value"))
     return bad("scale", "both scale and its alias scale_value are given");
@@ -150,18 +152,18 @@ Status parse_params(const std::string& json_text, FiaArgs* args) {
     }
     if (key == "scale" || key == "scale_value") {
       known = true;
-      if (!v.is_number()) return bad(key, "must be a number, got " + v.dump());
+      if (!v.is_number()) return bad(key, "must be a number, got " + json_brief(v));
       a.scale = v.get<double>();
     } else if (key == "input_layout") {
       known = true;
-      if (!v.is_string()) return bad(key, "must be a string, got " + v.dump());
+      if (!v.is_string()) return bad(key, "must be a string, got " + json_brief(v));
       a.input_layout = v.get<std::string>();
     } else if (key == "softmax_lse_flag") {
       known = true;
-      if (!v.is_boolean()) return bad(key, "must be true or false, got " + v.dump());
+      if (!v.is_boolean()) return bad(key, "must be true or false, got " + json_brief(v));
       a.softmax_lse_flag = v.get<bool>();
     }
-    if (!known) return bad(key, "unknown parameter");
+    if (!known) return bad(detail::printable(key, 64), "unknown parameter");
   }
   return Status::Ok();
 }
@@ -187,7 +189,9 @@ Status load_case(const std::string& dir, Case* out) {
     std::string base;
     std::size_t index;
     const bool known = tensor_names().count(name) || (list_name(name, &base, &index) && (base == "key" || base == "value"));
-    if (!known) return bad(name, "unknown tensor name in " + entry.path().filename().string());
+    if (!known)
+      return bad(detail::printable(name, 64),
+                 "unknown tensor name in " + detail::printable(entry.path().filename().string()));
     if (out->tensors.count(name)) return bad(name, "given both in inputs.safetensors and as " + name + ".npy");
     OwnedTensor t;
     Status st = read_npy(entry.path().string(), &t);

@@ -1,11 +1,11 @@
-#include "io/npy.hpp"
+#include "fia/io/npy.hpp"
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
-#include "io/safetensors.hpp"
+#include "fia/io/safetensors.hpp"
 
 namespace fia::io {
 

@@ -1,4 +1,4 @@
-#include "io/safetensors.hpp"
+#include "fia/io/safetensors.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include <nlohmann/json.hpp>
+#include "io/json_text.hpp"
+#include "validate/printable.hpp"
 
 namespace fia::io {
 
@@ -20,24 +21,44 @@ Status bad(const std::string& label, const std::string& msg) {
   return {StatusCode::kInvalidArgument, label, msg};
 }
 
-}  // namespace
-
-nlohmann::json parse_json_object(const std::string& text, std::string* duplicate) {
-  // Keys seen so far, one set per open object.
-  std::vector<std::vector<std::string>> open;
-  auto cb = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) open.emplace_back();
-    if (event == json::parse_event_t::object_end && !open.empty()) open.pop_back();
-    if (event == json::parse_event_t::key && !open.empty()) {
-      const std::string k = parsed.get<std::string>();
-      auto& keys = open.back();
-      if (std::find(keys.begin(), keys.end(), k) != keys.end() && duplicate->empty()) *duplicate = k;
-      keys.push_back(k);
-    }
-    return true;
-  };
-  return json::parse(text, cb, /*allow_exceptions=*/false);
+std::string byte_hex(unsigned char c) {
+  static const char digits[] = "0123456789abcdef";
+  return std::string("0x") + digits[c >> 4] + digits[c & 15];
 }
+
+/// The frame the format gives the header: a JSON object that begins with '{' and is padded only
+/// with trailing spaces (0x20). A NUL byte would end nlohmann's input early, so it is caught here.
+Status check_header_frame(const std::string& header, const std::string& label) {
+  if (header.empty()) return bad(label, "the header is empty (it must be a JSON object)");
+  if (header[0] != '{')
+    return bad(label, "the header must begin with '{', got byte " + byte_hex(static_cast<unsigned char>(header[0])));
+  if (const auto nul = header.find('\0'); nul != std::string::npos)
+    return bad(label, "the header holds a NUL byte at file offset " + std::to_string(8 + nul) +
+                          "; only spaces (0x20) may pad it");
+  return Status::Ok();
+}
+
+/// After the JSON object only spaces may follow (JSON itself would also allow tabs and newlines).
+Status check_header_padding(const std::string& header, const std::string& label) {
+  const auto last = header.find_last_not_of(' ');
+  if (header[last] == '}') return Status::Ok();
+  const auto pad = header.find_first_of("\t\n\r");
+  const std::string got = byte_hex(static_cast<unsigned char>(header[pad]));
+  return bad(label, "only spaces (0x20) may pad the header, got byte " + got + " at file offset " + std::to_string(8 + pad));
+}
+
+/// A header the JSON reader refused, in the words of the format.
+Status header_error(const JsonObject& parsed, const std::string& label) {
+  switch (parsed.error) {
+    case JsonObject::Error::kDuplicate: return bad(label, "the header names '" + parsed.key + "' twice");
+    case JsonObject::Error::kNotObject: return bad(label, "the header is not a JSON object");
+    default:
+      return bad(label, parsed.key.empty() ? "the header is " + parsed.message
+                                           : "the header entry '" + parsed.key + "': " + parsed.message);
+  }
+}
+
+}  // namespace
 
 bool read_file(const std::string& path, std::vector<unsigned char>* out) {
   std::error_code ec;
@@ -60,61 +81,81 @@ Status parse_safetensors(const std::vector<unsigned char>& image, const std::str
   if (n > kMaxHeader) return bad(label, "header length " + std::to_string(n) + " exceeds 100 MB");
   if (n > image.size() - 8) return bad(label, "truncated: header length " + std::to_string(n) + " runs past the end of the file");
   const std::string header(reinterpret_cast<const char*>(image.data() + 8), n);
-  std::string duplicate;
-  json j = parse_json_object(header, &duplicate);
-  if (!duplicate.empty()) return bad(label, "the header names '" + duplicate + "' twice");
-  if (j.is_discarded() || !j.is_object()) return bad(label, "the header is not a JSON object");
+  if (Status st = check_header_frame(header, label); !st.ok()) return st;
+  const JsonObject parsed = parse_json_object(header);
+  if (!parsed.ok()) return header_error(parsed, label);
+  if (Status st = check_header_padding(header, label); !st.ok()) return st;
+  const json& j = parsed.value;
   const std::uint64_t data_begin = 8 + n;
   const std::uint64_t data_size = image.size() - data_begin;
 
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+  struct Span {
+    std::uint64_t begin, end;
+    std::string name;
+    bool operator<(const Span& o) const { return begin < o.begin || (begin == o.begin && end < o.end); }
+  };
+  std::vector<Span> spans;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& name = it.key();
+    const std::string shown = detail::printable(name, 64);
     const json& e = it.value();
     if (name == "__metadata__") {
       if (!e.is_object()) return bad(label, "__metadata__ must be an object of strings");
       for (auto m = e.begin(); m != e.end(); ++m) {
-        if (!m.value().is_string()) return bad(label, "__metadata__ value of '" + m.key() + "' is not a string");
+        if (!m.value().is_string())
+          return bad(label, "__metadata__ value of '" + detail::printable(m.key(), 64) + "' is not a string");
         out->metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
     if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
-      return bad(label, "tensor '" + name + "' needs dtype, shape and data_offsets");
+      return bad(label, "tensor '" + shown + "' needs dtype, shape and data_offsets");
     DType dtype;
     if (!e["dtype"].is_string() || !parse_dtype(e["dtype"].get<std::string>(), &dtype))
-      return bad(label, "tensor '" + name + "' has an unsupported dtype " + e["dtype"].dump());
+      return bad(label, "tensor '" + shown + "' has an unsupported dtype " + json_brief(e["dtype"]));
     const json& shape = e["shape"];
-    if (!shape.is_array() || shape.size() > 16) return bad(label, "tensor '" + name + "' has a malformed shape");
+    if (!shape.is_array() || shape.size() > 16) return bad(label, "tensor '" + shown + "' has a malformed shape");
     std::vector<std::int64_t> dims;
     std::uint64_t numel = 1;
     for (const json& d : shape) {
       if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<std::int64_t>() >= 0))
-        return bad(label, "tensor '" + name + "' has a negative or non-integer dimension");
+        return bad(label, "tensor '" + shown + "' has a negative or non-integer dimension");
       const std::uint64_t v = d.get<std::uint64_t>();
       if (v > (std::uint64_t{1} << 40) || (v != 0 && numel > (std::uint64_t{1} << 46) / v))
-        return bad(label, "tensor '" + name + "' is too large");
+        return bad(label, "tensor '" + shown + "' is too large");
       numel *= v;
       dims.push_back(static_cast<std::int64_t>(v));
     }
     const json& off = e["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      return bad(label, "tensor '" + name + "' has malformed data_offsets");
+      return bad(label, "tensor '" + shown + "' has malformed data_offsets");
     const std::uint64_t b = off[0].get<std::uint64_t>(), en = off[1].get<std::uint64_t>();
     if (en < b || en > data_size)
-      return bad(label, "truncated: tensor '" + name + "' data_offsets [" + std::to_string(b) + ", " +
+      return bad(label, "truncated: tensor '" + shown + "' data_offsets [" + std::to_string(b) + ", " +
                             std::to_string(en) + "] leave the " + std::to_string(data_size) + "-byte data area");
     if (en - b != numel * dtype_size(dtype))
-      return bad(label, "tensor '" + name + "' has " + std::to_string(en - b) + " bytes but its shape needs " +
+      return bad(label, "tensor '" + shown + "' has " + std::to_string(en - b) + " bytes but its shape needs " +
                             std::to_string(numel * dtype_size(dtype)));
     OwnedTensor t(dtype, std::move(dims));
     if (en > b) std::memcpy(t.bytes.data(), image.data() + data_begin + b, en - b);
     out->tensors[name] = std::move(t);
-    if (en > b) spans.emplace_back(b, en);
+    if (en > b) spans.push_back({b, en, shown});
   }
   std::sort(spans.begin(), spans.end());
-  for (std::size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].first < spans[i - 1].second) return bad(label, "tensors overlap in the data area");
+  for (std::size_t i = 1; i < spans.size(); ++i) {
+    const Span& x = spans[i - 1];
+    const Span& y = spans[i];
+    auto range = [](const Span& s) {
+      std::string r = "bytes [";
+      r += std::to_string(s.begin);
+      r += ", ";
+      r += std::to_string(s.end);
+      return r += ")";
+    };
+    if (y.begin < x.end)
+      return bad(label, "tensors '" + x.name + "' (" + range(x) + ") and '" + y.name + "' (" + range(y) +
+                            ") overlap in the data area");
+  }
   return Status::Ok();
 }
 

@@ -56,7 +56,8 @@ Status check_query(Ctx& c) {
   if (!parse_layout(a.input_layout, &c.layout)) {
     std::string list;
     for (const auto& s : accepted_layouts()) list += (list.empty() ? "" : ", ") + s;
-    return invalid("input_layout", cat("unsupported layout '", a.input_layout, "' (expected one of ", list, ")"));
+    return invalid("input_layout",
+                   cat("unsupported layout '", printable(a.input_layout, 32), "' (expected one of ", list, ")"));
   }
   FIA_RETURN_IF_ERROR(check_rank("query", a.query, c.layout.in));
   Axes q;
@@ -106,27 +107,41 @@ Status check_int4_heads(const Ctx& c, const TensorView& k, const TensorView& v, 
   return Status::Ok();
 }
 
+/// A hint for a key that disagrees with num_key_value_heads (FIA-SPEC 4): the KV head count its
+/// shape implies with the query's head dim (H / D for a fused H axis, the head axis otherwise),
+/// when that count is plausible (it divides num_heads); empty otherwise.
+std::string kv_heads_hint(const Ctx& c, const TensorView& k, Layout layout) {
+  std::int64_t heads = 0;
+  if (layout != Layout::kBSH) heads = k.shape[axis_positions(layout).n];
+  else if (k.shape[2] * c.kv_pack() % c.qk_dim == 0) heads = k.shape[2] * c.kv_pack() / c.qk_dim;
+  if (heads <= 0 || heads == c.num_kv_heads || c.num_heads % heads != 0) return "";
+  return cat(" (if the cache has ", heads, " KV heads, set num_key_value_heads=", heads, ")");
+}
+
+/// The key's head count or head dim does not match: says which, with kv_heads_hint.
+Status key_heads_mismatch(const Ctx& c, const TensorView& k, Layout layout, const Axes* kx) {
+  const std::string hint = kv_heads_hint(c, k, layout);
+  if (kx == nullptr)
+    return invalid("key", cat("key hidden size ", k.shape[2] * c.kv_pack(),
+                              " is not a multiple of num_key_value_heads ", c.num_kv_heads, hint));
+  if (kx->n != c.num_kv_heads)
+    return invalid("key", cat("key head count ", kx->n, " != num_key_value_heads ", c.num_kv_heads, hint));
+  return invalid("key", cat("key head dim ", kx->d, " != query head dim ", c.qk_dim, hint));
+}
+
 /// Checks one key/value pair (or one tensor of a list, or a paged pool) whose layout is `layout`;
 /// returns its axes (key) and the value head dim.
 Status check_kv_pair(Ctx& c, const TensorView& k, const TensorView& v, Layout layout, Axes* kx,
                      std::int64_t* v_dim) {
   FIA_RETURN_IF_ERROR(check_rank("key", k, layout));
+  if (!read_axes(k, layout, c.num_kv_heads, kx, c.kv_pack())) return key_heads_mismatch(c, k, layout, nullptr);
+  if (kx->n != c.num_kv_heads) return key_heads_mismatch(c, k, layout, kx);
   if (value_ignored(c)) {
-    if (!read_axes(k, layout, c.num_kv_heads, kx, c.kv_pack()))
-      return invalid("key", cat("key hidden size ", k.shape[2] * c.kv_pack(), " is not a multiple of num_key_value_heads ",
-                                c.num_kv_heads));
-    if (kx->n != c.num_kv_heads)
-      return invalid("key", cat("key head count ", kx->n, " != num_key_value_heads ", c.num_kv_heads));
-    if (kx->d != c.qk_dim) return invalid("key", cat("key head dim ", kx->d, " != query head dim ", c.qk_dim));
+    if (kx->d != c.qk_dim) return key_heads_mismatch(c, k, layout, kx);
     *v_dim = kx->d;
     return Status::Ok();
   }
   FIA_RETURN_IF_ERROR(check_rank("value", v, layout));
-  if (!read_axes(k, layout, c.num_kv_heads, kx, c.kv_pack()))
-    return invalid("key", cat("key hidden size ", k.shape[2] * c.kv_pack(), " is not a multiple of num_key_value_heads ",
-                              c.num_kv_heads));
-  if (kx->n != c.num_kv_heads)
-    return invalid("key", cat("key head count ", kx->n, " != num_key_value_heads ", c.num_kv_heads));
   if (!same_but_last(k, v))
     return invalid("value", cat("value shape must match key shape (except the head dim), got key ",
                                 shape_str(k.shape), " and value ", shape_str(v.shape)));
@@ -134,8 +149,7 @@ Status check_kv_pair(Ctx& c, const TensorView& k, const TensorView& v, Layout la
   if (!read_axes(v, layout, c.num_kv_heads, &vx, c.kv_pack()))
     return invalid("value", cat("value hidden size ", v.shape[2] * c.kv_pack(), " is not a multiple of num_key_value_heads ",
                                 c.num_kv_heads));
-  if (kx->d != c.qk_dim)
-    return invalid("key", cat("key head dim ", kx->d, " != query head dim ", c.qk_dim));
+  if (kx->d != c.qk_dim) return key_heads_mismatch(c, k, layout, kx);
   if (vx.d < 1 || vx.d > kMaxHeadDim)
     return invalid("value", cat("head dim must be in [1, ", kMaxHeadDim, "], got shape ", shape_str(v.shape)));
   *v_dim = vx.d;

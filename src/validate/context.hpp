@@ -10,6 +10,7 @@
 #include "fia/args.hpp"
 #include "fia/status.hpp"
 #include "problem/problem.hpp"
+#include "validate/printable.hpp"
 
 namespace fia::detail {
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +60,20 @@ TEST(BenchWorkload, EveryShapeLoadsAsACallOrTheLibrarysRejection) {
   ASSERT_EQ(some.size(), 2u);
   EXPECT_EQ(some[0].name, "D1");
   EXPECT_EQ(some[1].name, "P1");
+}
+
+TEST(BenchWorkload, DeeplyNestedShapesFileIsAnErrorNotACrash) {
+  // 100,000 levels once overflowed the stack when the params were printed for parse_params.
+  const std::string path = testing::TempDir() + "deep_shapes.json";
+  std::ofstream(path) << R"({"shapes": [{"name": "X", "params": )" << std::string(100000, '[')
+                      << std::string(100000, ']') << "}]}";
+  try {
+    bench::load_shapes(path, {});
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": 'shapes': nested deeper than 64 levels");
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(BenchWorkload, FloatShapesReadKvAndBlockTablesAndDoTheirFlops) {

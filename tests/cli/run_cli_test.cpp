@@ -5,8 +5,8 @@
 #include <fstream>
 #include <map>
 
-#include "io/case_dir.hpp"
-#include "io/safetensors.hpp"
+#include "fia/io/case_dir.hpp"
+#include "fia/io/safetensors.hpp"
 #include "support/call_builder.hpp"
 #include "support/cli_runner.hpp"
 #include "support/random_spec.hpp"
@@ -135,6 +135,55 @@ TEST(FiaCompare, JudgesAgainstTheExactAnswer) {
   EXPECT_NE(r.out.find("attention_out: FAIL"), std::string::npos) << r.out;
   r = run_fia({"compare", dir + "/out/outputs.safetensors", dir + "/missing.safetensors"});
   EXPECT_EQ(r.exit_code, 2);
+  fs::remove_all(dir);
+}
+
+TEST(FiaRun, ExpectedWritesTheReferencesExactAnswer) {
+  CallSpec spec = random_spec(22);
+  spec.lse = true;
+  TestCall call = build_call(spec, 22);
+  const std::string dir = temp_dir("expected");
+  ASSERT_TRUE(io::save_case(dir + "/case", call.args).ok());
+  CliResult r = run_fia({"run", dir + "/case", "--out", dir + "/out", "--expected"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << describe(spec);
+  EXPECT_FALSE(fs::exists(dir + "/out/outputs.safetensors"));
+  io::TensorFile f;
+  ASSERT_TRUE(io::read_safetensors(dir + "/out/expected.safetensors", &f).ok());
+  detail::ReferenceResult exact;
+  ASSERT_TRUE(reference_exact(call.args, &exact).ok());
+  const OwnedTensor& out = f.tensors.at("attention_out");
+  const OwnedTensor& lse = f.tensors.at("softmax_lse");
+  ASSERT_EQ(out.dtype, DType::F32);
+  ASSERT_EQ(out.numel(), static_cast<std::int64_t>(exact.out.size()));
+  for (std::size_t i = 0; i < exact.out.size(); ++i)
+    ASSERT_EQ(out.as<float>()[i], static_cast<float>(exact.out[i])) << i;
+  ASSERT_EQ(lse.numel(), static_cast<std::int64_t>(exact.lse.size()));
+  for (std::size_t i = 0; i < exact.lse.size(); ++i)
+    ASSERT_EQ(lse.as<float>()[i], static_cast<float>(exact.lse[i])) << i;
+  EXPECT_EQ(f.metadata.at("out_dtype"), dtype_name(call.args.query.dtype));
+  EXPECT_EQ(f.metadata.at("lse_flag"), "true");
+  // The reference writes it: --backend does not combine with --expected.
+  r = run_fia({"run", dir + "/case", "--out", dir + "/out", "--expected", "--backend", "cpu"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: --backend excludes --expected (see --help)\n");
+  // A rejected call removes a stale answer.
+  std::ofstream(dir + "/case/params.json") << "{\"num_heads\": 0}";
+  EXPECT_EQ(run_fia({"run", dir + "/case", "--out", dir + "/out", "--expected"}).exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir + "/out/expected.safetensors"));
+  fs::remove_all(dir);
+}
+
+TEST(FiaRun, ExampleCasePassesAgainstItsShippedAnswer) {
+  // The README's steps: run the example case, compare with the expected.safetensors it ships.
+  const std::string example = std::string(FIA_SOURCE_DIR) + "/examples/cases/gqa_decode";
+  const std::string dir = temp_dir("example");
+  for (const std::string backend : {"cpu", "reference"}) {
+    ASSERT_EQ(run_fia({"run", example, "--out", dir, "--backend", backend}).exit_code, 0) << backend;
+    const CliResult r = run_fia({"compare", dir + "/outputs.safetensors", example + "/expected.safetensors"});
+    EXPECT_EQ(r.exit_code, 0) << backend << "\n" << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("attention_out: PASS 100.0000% of 1024 elements", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("\nsoftmax_lse: PASS\n"), std::string::npos) << r.out;
+  }
   fs::remove_all(dir);
 }
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <map>
 
-#include "io/safetensors.hpp"
+#include "fia/io/safetensors.hpp"
 #include "support/cli_runner.hpp"
 #include "support/criterion.hpp"
 

@@ -3,9 +3,11 @@
 
 #include <cstring>
 
-#include "io/case_dir.hpp"
-#include "io/npy.hpp"
-#include "io/safetensors.hpp"
+#include "fia/io/case_dir.hpp"
+#include "io/json_text.hpp"
+#include "fia/io/npy.hpp"
+#include "fia/io/safetensors.hpp"
+#include "validate/printable.hpp"
 
 namespace fia::io {
 namespace {
@@ -148,7 +150,8 @@ TEST(Params, RejectsNamingTheKey) {
       {R"({"block_size": 18446744073709551615})", "block_size"},
       {R"([1, 2])", "params.json"},
       {R"({"num_heads": 1, "num_heads": 2})", "num_heads"},
-      {R"({"num_heads": )", "params.json"},
+      {R"({"num_heads": )", "num_heads"},  // the text ends inside num_heads' value
+      {R"({"num_heads": 1 "scale": 2})", "params.json"},
   };
   for (const auto& [text, name] : bad) {
     FiaArgs a;
@@ -156,6 +159,92 @@ TEST(Params, RejectsNamingTheKey) {
     EXPECT_FALSE(st.ok()) << text;
     EXPECT_EQ(st.parameter, name) << text;
   }
+}
+
+/// `depth` nested arrays around `inner`.
+std::string nested(std::size_t depth, const std::string& inner = "") {
+  return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+TEST(Params, DeeplyNestedValueIsRejectedNamingTheKey) {
+  FiaArgs a;
+  // 100,000 levels (200 KB) once overflowed the stack when the error message printed the value.
+  Status st = parse_params(R"({"num_heads": )" + nested(100000) + "}", &a);
+  EXPECT_EQ(st.parameter, "num_heads");
+  EXPECT_EQ(st.message, "nested deeper than 64 levels");
+  // Within the limit the value is read, and its echo in the message is cut short.
+  st = parse_params(R"({"actual_seq_lengths": )" + nested(kMaxJsonDepth - 1, "1") + "}", &a);
+  EXPECT_EQ(st.parameter, "actual_seq_lengths");
+  EXPECT_EQ(st.message.rfind("must be a list of integers, got element [[[[", 0), 0u) << st.message;
+  EXPECT_LT(st.message.size(), 160u) << st.message;
+}
+
+TEST(Params, NonFiniteNumbersAreNamedNotAnyJsonObject) {
+  const std::pair<std::string, std::pair<const char*, const char*>> cases[] = {
+      {R"({"scale": 1e400})", {"scale", "1e400 is not a finite number"}},
+      {"{\"num_heads\": 2,\n \"scale\": -1e400}", {"scale", "-1e400 is not a finite number"}},
+      {R"({"actual_seq_lengths": [1, 2e999]})", {"actual_seq_lengths", "2e999 is not a finite number"}},
+      {R"({"scale": NaN})", {"scale", "not valid JSON at line 1, column 11: JSON has no NaN or Infinity"}},
+      {"{\"num_heads\": 2,\n \"scale\": Infinity}",
+       {"scale", "not valid JSON at line 2, column 11: JSON has no NaN or Infinity"}},
+      {R"({"scale": -Infinity})", {"scale", "not valid JSON at line 1, column 12: JSON has no NaN or Infinity"}},
+      {R"({"num_heads": 1 "scale": 2})",
+       {"params.json", "not valid JSON at line 1, column 23: syntax error while parsing object - unexpected string "
+                       "literal; expected '}'"}},
+      {std::string("{\"num_heads\": 1}\0{}", 18), {"params.json", "not valid JSON at line 1, column 17: a NUL byte"}},
+  };
+  for (const auto& [text, want] : cases) {
+    FiaArgs a;
+    const Status st = parse_params(text, &a);
+    EXPECT_EQ(st.parameter, want.first) << text;
+    EXPECT_EQ(st.message, want.second) << text;
+  }
+}
+
+TEST(Safetensors, DeeplyNestedHeaderIsRejectedNamingTheFile) {
+  TensorFile f;
+  const Status st = parse_safetensors(
+      image_with_header(R"({"query":{"dtype":)" + nested(100000) + R"(,"shape":[1],"data_offsets":[0,2]}})", 2),
+      "inputs.safetensors", &f);
+  EXPECT_EQ(st.parameter, "inputs.safetensors");
+  EXPECT_EQ(st.message, "the header entry 'query': nested deeper than 64 levels");
+  const Status dtype = parse_safetensors(
+      image_with_header(R"({"query":{"dtype":)" + nested(40, "\"F16\"") + R"(,"shape":[1],"data_offsets":[0,2]}})", 2),
+      "inputs.safetensors", &f);
+  EXPECT_EQ(dtype.message.rfind("tensor 'query' has an unsupported dtype [[[[", 0), 0u) << dtype.message;
+  EXPECT_LT(dtype.message.size(), 140u) << dtype.message;
+}
+
+TEST(Safetensors, OnlyTrailingSpacesMayPadTheHeader) {
+  const std::string json = R"({"t":{"dtype":"F16","shape":[1],"data_offsets":[0,2]}})";
+  TensorFile f;
+  EXPECT_TRUE(parse_safetensors(image_with_header(json + "   ", 2), "x.safetensors", &f).ok());
+  const std::pair<std::string, const char*> bad[] = {
+      {json + std::string("\0\xff", 2), "the header holds a NUL byte at file offset 62; only spaces (0x20) may pad it"},
+      {json + "\n  ", "only spaces (0x20) may pad the header, got byte 0x0a at file offset 62"},
+      {" " + json, "the header must begin with '{', got byte 0x20"},
+  };
+  for (const auto& [header, message] : bad) {
+    const Status st = parse_safetensors(image_with_header(header, 2), "x.safetensors", &f);
+    EXPECT_EQ(st.parameter, "x.safetensors");
+    EXPECT_EQ(st.message, message);
+  }
+}
+
+TEST(Safetensors, OverlappingTensorsAreBothNamed) {
+  TensorFile f;
+  const Status st = parse_safetensors(
+      image_with_header(R"({"key":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
+                        R"("value":{"dtype":"F16","shape":[2],"data_offsets":[2,6]}})", 6),
+      "inputs.safetensors", &f);
+  EXPECT_EQ(st.parameter, "inputs.safetensors");
+  EXPECT_EQ(st.message, "tensors 'key' (bytes [0, 4)) and 'value' (bytes [2, 6)) overlap in the data area");
+}
+
+TEST(Printable, EscapesControlBytesAndBrokenUtf8AndCutsLongText) {
+  EXPECT_EQ(detail::printable(std::string("BS\0H\n\x7f", 6)), "BS\\x00H\\x0a\\x7f");
+  EXPECT_EQ(detail::printable("caf\xc3\xa9 \xff\xc3"), "caf\xc3\xa9 \\xff\\xc3");
+  EXPECT_EQ(detail::printable(std::string(100, 'a'), 4), "aaaa... (100 bytes)");
 }
 
 }  // namespace

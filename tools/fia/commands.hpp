@@ -18,11 +18,13 @@ struct RunArgs {
   int threads = 0;
   bool strict = false;
   std::string entry_point = "fia";  ///< fia, ifa or pfa: the operator whose numerics apply (FIA-SPEC 25.3)
+  bool expected = false;  ///< write the reference's exact answer as OUT_DIR/expected.safetensors
 };
 
 /// `fia run CASE_DIR --out OUT_DIR`: computes one case (CASE-FORMAT.md) and writes
-/// OUT_DIR/outputs.safetensors. On a rejected call prints one `error: ` line, writes nothing and
-/// returns kExitRejected.
+/// OUT_DIR/outputs.safetensors; with `expected`, the float64 reference's answer before the final
+/// cast, as OUT_DIR/expected.safetensors in the format of the shared sample cases. On a rejected
+/// call prints one `error: ` line, writes nothing and returns kExitRejected.
 int run_command(const RunArgs& args);
 
 struct GenerateArgs {
@@ -77,7 +79,8 @@ int compare_command(const CompareArgs& args);
 /// when FIA_BACKEND names no backend.
 bool resolve_backend(std::string* backend);
 
-/// Prints "error: <parameter>: <message>" on stderr.
+/// Prints "error: <parameter>: <message>" on stderr, one line: control bytes (NUL, newline, ...)
+/// are written as \xNN and very long text is cut.
 void print_error(const std::string& parameter, const std::string& message);
 
 }  // namespace fia::cli

@@ -2,7 +2,7 @@
 
 #include "check/criterion.hpp"
 #include "commands.hpp"
-#include "io/safetensors.hpp"
+#include "fia/io/safetensors.hpp"
 
 namespace fia::cli {
 

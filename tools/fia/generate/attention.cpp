@@ -8,14 +8,9 @@
 
 namespace fia::model {
 
-namespace {
-constexpr std::int64_t kMaskSize = 2048;  // FIA's compressed mask for sparse modes 2-4 (FIA-SPEC 6.2)
-}
-
 PagedAttention::PagedAttention(const ModelConfig& config, const PagedKvCache& cache, Options options)
-    : config_(config), cache_(cache), options_(options), causal_mask_(kMaskSize * kMaskSize) {
-  for (std::int64_t i = 0; i < kMaskSize; ++i)
-    for (std::int64_t j = i + 1; j < kMaskSize; ++j) causal_mask_[i * kMaskSize + j] = 1;
+    : config_(config), cache_(cache), options_(options) {
+  compressed_mask(DType::Bool, &causal_mask_);  // Bool is a valid dtype: cannot fail
 }
 
 Status PagedAttention::run(int layer, const BlockTable& table, std::int64_t q_len, const float* q, float* out,
@@ -47,7 +42,7 @@ Status PagedAttention::run(int layer, const BlockTable& table, std::int64_t q_le
   args.actual_seq_lengths_kv = table.lengths;
   if (q_len > 1) {
     args.sparse_mode = 3;  // causal, anchored at the bottom right: row i sees L - q_len + i
-    args.atten_mask = {causal_mask_.data(), DType::Bool, {kMaskSize, kMaskSize}};
+    args.atten_mask = causal_mask_.view();
   }
 
   Plan plan;

@@ -38,7 +38,7 @@ class PagedAttention {
   ModelConfig config_;
   const PagedKvCache& cache_;
   Options options_;
-  std::vector<std::uint8_t> causal_mask_;  ///< (2048, 2048), 1 above the diagonal (sparse_mode 3)
+  OwnedTensor causal_mask_;  ///< fia::compressed_mask: (2048, 2048), 1 above the diagonal (sparse_mode 3)
   std::vector<std::uint16_t> q_half_;      ///< the query in fp16/bf16 for a half cache
   std::vector<std::byte> out_;             ///< attention_out in the cache dtype
   std::vector<std::byte> workspace_;

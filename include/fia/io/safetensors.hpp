@@ -6,8 +6,6 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "fia/status.hpp"
 #include "fia/tensor.hpp"
 
@@ -20,9 +18,10 @@ struct TensorFile {
 };
 
 /// Parses a safetensors image: 8-byte little-endian header length, JSON header, data. Rejects a
-/// truncated file, a malformed or oversized header, unknown dtypes, negative or overflowing
-/// shapes, offsets that do not match the shape or leave the data area, and overlapping tensors.
-/// Errors name `label` (usually the file name) as the parameter.
+/// truncated file, a malformed or oversized header (one that does not begin with '{', is nested
+/// deeper than kMaxJsonDepth, or is padded with anything but trailing spaces), unknown dtypes,
+/// negative or overflowing shapes, offsets that do not match the shape or leave the data area, and
+/// overlapping tensors (naming both). Errors name `label` (usually the file name) as the parameter.
 Status parse_safetensors(const std::vector<unsigned char>& image, const std::string& label, TensorFile* out);
 
 /// Reads and parses a file; a missing or unreadable file is an error naming `path`.
@@ -32,14 +31,11 @@ Status read_safetensors(const std::string& path, TensorFile* out);
 std::vector<unsigned char> serialize_safetensors(const std::vector<std::pair<std::string, const OwnedTensor*>>& tensors,
                                                  const std::map<std::string, std::string>& metadata = {});
 
-/// Writes a safetensors file atomically (a temporary file renamed into place).
+/// Writes a safetensors file atomically (a temporary file renamed into place). Errors: kInternal
+/// naming `path` when it cannot be written.
 Status write_safetensors(const std::string& path,
                          const std::vector<std::pair<std::string, const OwnedTensor*>>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
-
-/// Parses JSON text; `duplicate` receives the first key that appears twice in one object (empty
-/// when none). The result is discarded (is_discarded()) when the text is not JSON.
-nlohmann::json parse_json_object(const std::string& text, std::string* duplicate);
 
 /// Reads a whole regular file into memory; false when it is not one or cannot be read.
 bool read_file(const std::string& path, std::vector<unsigned char>* out);

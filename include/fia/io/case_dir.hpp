@@ -21,7 +21,10 @@ struct Case {
 };
 
 /// Parses params.json text into the attributes and host arrays of `args`. Unknown keys, wrong
-/// JSON types, and `scale` given together with its alias `scale_value` are errors naming the key.
+/// JSON types, and `scale` given together with its alias `scale_value` are errors naming the key;
+/// so are NaN, Infinity, numbers beyond the double range and values nested deeper than 64
+/// levels, where the key is known (else "params.json", with the line and column). All errors
+/// are kInvalidArgument.
 Status parse_params(const std::string& json_text, FiaArgs* args);
 
 /// Loads CASE_DIR: params.json (optional), inputs.safetensors (optional) and NAME.npy files.
@@ -32,10 +35,13 @@ Status load_case(const std::string& dir, Case* out);
 
 /// Writes a call as a case folder: params.json with every attribute that differs from FIA's
 /// default, and inputs.safetensors with every present tensor (contiguous copies; tensor lists as
-/// key.N / value.N). The inverse of load_case.
+/// key.N / value.N). The inverse of load_case. The tensors are not validated (save_case writes
+/// invalid calls too, for tests of the rules). Errors: kInternal naming CASE_DIR, params.json or
+/// the safetensors path when a folder or file cannot be written.
 Status save_case(const std::string& dir, const FiaArgs& args);
 
 /// Writes OUT_DIR/outputs.safetensors with attention_out and softmax_lse (creates OUT_DIR).
+/// Errors: kInternal naming OUT_DIR or the file when it cannot be written.
 Status write_outputs(const std::string& out_dir, const Outputs& outputs);
 
 }  // namespace fia::io
