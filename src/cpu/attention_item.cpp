@@ -64,8 +64,6 @@ const char* IsaName() { return hwy::TargetName(HWY_TARGET); }
 
 void RowExpSums(const WorkItem& it, ScoreView sv, const float* m, float* l) { row_exp_sums(DF(), it, sv, m, l); }
 
-void FlagOverflowRows(const WorkItem& it, ScoreView sv, float* m) { flag_overflow_rows(DF(), it, sv, m); }
-
 }  // namespace fia::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -75,7 +73,6 @@ namespace fia::detail {
 HWY_EXPORT(SelectKernels);
 HWY_EXPORT(IsaName);
 HWY_EXPORT(RowExpSums);
-HWY_EXPORT(FlagOverflowRows);
 
 void item_exp_sums(const WorkItem& item, ScoreView scores, const float* m, float* l) {
   HWY_DYNAMIC_DISPATCH(RowExpSums)(item, scores, m, l);
@@ -87,7 +84,6 @@ void item_scores(const Problem& p, const CpuPlan& plan, const WorkItem& item, co
                  float* m) {
   const auto kernel = is_wide(item) ? plan.kernels.wide_scores : plan.kernels.narrow_scores;
   kernel(p, plan.tile, item, s, scores, m);
-  HWY_DYNAMIC_DISPATCH(FlagOverflowRows)(item, scores, m);
 }
 
 void item_accumulate(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s,
@@ -112,10 +108,10 @@ float row_norm(const Problem& p, std::int64_t n, float m, float l, float* lse) {
 
 namespace {
 
-/// True when a row's f32 intermediates left float32: a score overflowed (m = NaN, set by
-/// FlagOverflowRows) or the sum or P·V did.
+/// True when a row's f32 intermediates left float32: its max is a saturated (or NaN) score
+/// (saturate()), or the sum or P·V overflowed.
 bool row_overflowed(float m, float l, const float* acc, std::int64_t vd) {
-  if (std::isnan(m) || !std::isfinite(l) || !(l > 0.0f)) return true;
+  if (!(std::abs(m) < std::numeric_limits<float>::max()) || !std::isfinite(l) || !(l > 0.0f)) return true;
   for (std::int64_t d = 0; d < vd; ++d)
     if (!std::isfinite(acc[d])) return true;
   return false;

@@ -226,11 +226,10 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
 HWY_INLINE float scale_row(DF df, float* x, std::int64_t n, float scale) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const VF vs = hn::Set(df, scale);
-  const VF lo = hn::Set(df, -std::numeric_limits<float>::max()), hi = hn::Set(df, std::numeric_limits<float>::max());
   VF vm = hn::Set(df, kNegInf);
   std::int64_t c = 0;
   for (; c + L <= n; c += L) {
-    const VF v = hn::Min(hn::Max(hn::Mul(hn::LoadU(df, x + c), vs), lo), hi);
+    const VF v = saturate_scores(df, hn::Mul(hn::LoadU(df, x + c), vs));
     vm = hn::Max(vm, v);
     hn::StoreU(v, df, x + c);
   }

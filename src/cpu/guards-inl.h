@@ -1,6 +1,6 @@
-// Guards against non-finite intermediates (docs/numerics.md, "Overflow" and "Masked data"): rows
-// whose scores overflowed float32 are marked for a float64 recomputation, and non-finite V rows
-// are kept out of the rows that do not see them. Included per Highway target by
+// Guards against non-finite intermediates (docs/numerics.md, "Overflow" and "Excluded keys"):
+// scores saturate so that an overflowed row shows in its max, and non-finite V rows are kept out
+// of the rows that do not see them. Included per Highway target by
 // cpu/attention_item.cpp (the toggle guard below lets foreach_target re-include it once per target).
 #if defined(FIA_CPU_GUARDS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef FIA_CPU_GUARDS_INL_H_
@@ -13,35 +13,12 @@ HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Lanes holding NaN or a saturated score (|s| >= FLT_MAX); -inf (excluded) is neither.
-HWY_INLINE auto overflowed(DF df, VF s) {
-  const auto finite = hn::Lt(hn::Abs(s), hn::Set(df, std::numeric_limits<float>::max()));
-  return hn::Not(hn::Or(finite, hn::Eq(s, hn::Set(df, kNegInf))));
-}
-
-/// Sets m[r] = NaN for the item's rows with an overflowed score (phase A output), so that phase C
-/// recomputes them in float64.
-HWY_INLINE void flag_overflow_rows(DF df, const WorkItem& it, ScoreView sv, float* m) {
-  const std::int64_t R = packed_rows(it), cols = it.col_end - it.col_begin;
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  if (sv.col_stride == 1) {  // row-major
-    for (std::int64_t r = 0; r < R; ++r) {
-      const float* row = sv.base + r * sv.row_stride;
-      bool bad = false;
-      std::int64_t c = 0;
-      for (; c + L <= cols && !bad; c += L) bad = !hn::AllFalse(df, overflowed(df, hn::LoadU(df, row + c)));
-      for (; c < cols && !bad; ++c) bad = std::isnan(row[c]) || (row[c] != kNegInf && std::abs(row[c]) >= std::numeric_limits<float>::max());
-      if (bad) m[r] = nan;
-    }
-    return;
-  }
-  for (std::int64_t r0 = 0; r0 < padded_rows(it); r0 += L) {  // column-major: rows in lanes
-    auto bad = hn::FirstN(df, 0);
-    for (std::int64_t c = 0; c < cols; ++c) bad = hn::Or(bad, overflowed(df, hn::Load(df, sv.base + r0 + c * sv.col_stride)));
-    if (hn::AllFalse(df, bad)) continue;
-    hn::Store(hn::IfThenElse(bad, hn::Set(df, nan), hn::Load(df, m + r0)), df, m + r0);
-  }
+/// Scores as the kernels keep them: overflow saturates at +-FLT_MAX, and NaN (an overflow with
+/// both signs inside a dot product, or a NaN input) becomes +FLT_MAX, so that the row max shows it
+/// and phase C recomputes the row in float64 (item_finalize). -inf stays -inf (excluded).
+HWY_INLINE VF saturate_scores(DF df, VF s) {
+  const VF hi = hn::Set(df, std::numeric_limits<float>::max());
+  return hn::IfThenElse(hn::IsNaN(s), hi, hn::Min(hn::Max(s, hn::Set(df, -std::numeric_limits<float>::max())), hi));
 }
 
 /// True when the n values at x are all finite.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -13,9 +14,10 @@ namespace fia::detail {
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /// Scores that overflow float32 saturate at +-FLT_MAX instead of turning the softmax into NaN
-/// (inf - inf); -inf stays reserved for excluded positions. Rows with a saturated score are then
-/// recomputed in float64 (item_finalize, docs/numerics.md "Overflow").
+/// (inf - inf), and NaN becomes +FLT_MAX; -inf stays reserved for excluded positions. A row whose
+/// max is +-FLT_MAX is then recomputed in float64 (item_finalize, docs/numerics.md "Overflow").
 inline float saturate(float s) {
+  if (std::isnan(s)) return std::numeric_limits<float>::max();
   return std::clamp(s, -std::numeric_limits<float>::max(), std::numeric_limits<float>::max());
 }
 

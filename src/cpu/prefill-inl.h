@@ -69,9 +69,8 @@ HWY_INLINE void block_product(DF df, const float* a, std::int64_t lda, const flo
 #undef FIA_COLUMN
   }
   const VF vs = hn::Set(df, scale);
-  const VF lo = hn::Set(df, -std::numeric_limits<float>::max()), hi = hn::Set(df, std::numeric_limits<float>::max());
   auto put = [&](VF v, float* o) {
-    hn::Store(accumulate ? hn::Add(hn::Load(df, o), v) : hn::Min(hn::Max(hn::Mul(v, vs), lo), hi), df, o);
+    hn::Store(accumulate ? hn::Add(hn::Load(df, o), v) : saturate_scores(df, hn::Mul(v, vs)), df, o);
   };
 #define FIA_STORE(n)                                  \
   if constexpr (NC > n) {                             \
@@ -214,7 +213,8 @@ void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it
       hn::Store(vl, df, l + r);
     }
     // acc_t[d][r] += sum_c P[c][r] * V[c][d]
-    isolate_non_finite_values(df, st, sv.col_stride, Rp, s.v, nc, vd, s.acc_t);
+    if (!tile_fully_visible(p, it, c0, nc) || p.has_pse)  // else no row excludes a key of the tile
+      isolate_non_finite_values(df, st, sv.col_stride, Rp, s.v, nc, vd, s.acc_t);
     panel_product(df, st, sv.col_stride, Rp, s.v, 1, vd, vd, nc, s.acc_t, Rp, 1.0f, true);
   }
   for (std::int64_t r = 0; r < R; ++r) {

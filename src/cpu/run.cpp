@@ -1,7 +1,6 @@
 #include "cpu/run.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -86,10 +85,7 @@ GroupStore store_of(const Problem& p, const SplitGroup& g, float* wave) {
 void group_max(const GroupStore& s, std::int64_t chunks, float* m) {
   std::fill(m, m + s.Rp, -std::numeric_limits<float>::infinity());
   for (std::int64_t c = 0; c < chunks; ++c)
-    for (std::int64_t r = 0; r < s.Rp; ++r) {
-      const float x = s.max(c)[r];
-      m[r] = std::isnan(x) || std::isnan(m[r]) ? x + m[r] : std::max(m[r], x);  // NaN: an overflowed row
-    }
+    for (std::int64_t r = 0; r < s.Rp; ++r) m[r] = std::max(m[r], s.max(c)[r]);
 }
 
 /// Where chunk `ch` keeps its scores: in the wave buffer, or (recomputed) in the worker's scratch.
