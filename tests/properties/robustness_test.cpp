@@ -46,8 +46,8 @@ bool allowed(const detail::Problem& p, std::int64_t b, std::int64_t i, std::int6
   return j >= i + p.band_lo[b] && j <= i + p.band_hi[b] && !(p.has_mask && p.masked(b, i, j));
 }
 
-/// Poisons the K and V rows of every key no query row of its batch may see, and pse at every
-/// excluded (row, key); returns how many values were poisoned.
+/// Poisons the K and V rows of every key no query row of its batch may see, pse at every excluded
+/// (row, key) and the mask bytes outside the band; returns how many values were poisoned.
 std::int64_t poison_excluded(const FiaArgs& args) {
   detail::Problem p;
   EXPECT_TRUE(detail::build_problem(args, false, &p).ok());
@@ -62,6 +62,14 @@ std::int64_t poison_excluded(const FiaArgs& args) {
         for (std::int64_t d = 0; d < p.qk_dim; ++d) poke(run.key, p.kv_dtype, d, poison(k++));
         for (std::int64_t d = 0; d < p.v_dim; ++d) poke(run.value, p.kv_dtype, d, poison(k++));
       }
+    }
+    if (p.has_mask && p.mask.batch_stride != 0 && p.mask.row_stride != 0) {  // a per-batch, per-row mask
+      auto* m = static_cast<std::uint8_t*>(const_cast<void*>(p.mask.base));
+      for (std::int64_t i = 0; i < p.act_q[b]; ++i)
+        for (std::int64_t j = 0; j < p.kv_len(b); ++j)
+          if (j < i + p.band_lo[b] || j > i + p.band_hi[b])  // outside the band the mask is not read
+            m[b * p.mask.batch_stride + (p.q_start[b] + i) * p.mask.row_stride +
+              (j + p.kv_col_offset[b]) * p.mask.col_stride] = static_cast<std::uint8_t>(k++ % 3);
     }
     if (!p.has_pse || p.pse.batch_stride == 0) continue;  // a broadcast pse serves every batch
     for (std::int64_t n = 0; n < p.num_heads; ++n)
