@@ -158,6 +158,22 @@ void parallel_each(const Problem& p, const CpuPlan& plan, float* base, std::int6
       tbb::simple_partitioner());
 }
 
+/// fn(chunk, its group, the group's storage, the chunk's scores, scratch) for every chunk of wave
+/// wv after phase A, with s.m the exact row max of the chunk's group; scores of groups too large
+/// to store are recomputed first.
+template <class Fn>
+void each_chunk_after_phase_a(const Problem& p, const CpuPlan& plan, float* base, float* wave, const Wave& wv, Fn fn) {
+  parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
+    const WorkItem& ch = plan.chunks[w];
+    const SplitGroup& g = plan.splits[ch.split];
+    const GroupStore st = store_of(p, g, wave);
+    const ScoreView sv = chunk_scores(g, st, ch, s);
+    if (!g.stored) item_scores(p, plan, ch, s.tiles, sv, s.spare_max);
+    group_max(st, g.chunks, s.m);
+    fn(ch, g, st, sv, s);
+  });
+}
+
 }  // namespace
 
 void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void* workspace, int threads) {
@@ -185,23 +201,13 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
       });
       // IncreFlashAttention normalises P before rounding it (25.3): the row sums come first.
       if (p.p_rule.kind == PRule::Kind::kNormalizeFirst)
-        parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
-          const WorkItem& ch = plan.chunks[w];
-          const SplitGroup& g = plan.splits[ch.split];
-          const GroupStore st = store_of(p, g, wave);
-          const ScoreView sv = chunk_scores(g, st, ch, s);
-          if (!g.stored) item_scores(p, plan, ch, s.tiles, sv, s.spare_max);
-          group_max(st, g.chunks, s.m);
-          item_exp_sums(ch, sv, s.m, st.sum(ch.chunk));
-        });
+        each_chunk_after_phase_a(p, plan, base, wave, wv,
+                                 [&](const WorkItem& ch, const SplitGroup&, const GroupStore& st, ScoreView sv,
+                                     const Scratch& s) { item_exp_sums(ch, sv, s.m, st.sum(ch.chunk)); });
       // Phase B of every chunk, with the exact max over the whole row.
-      parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
-        const WorkItem& ch = plan.chunks[w];
-        const SplitGroup& g = plan.splits[ch.split];
-        const GroupStore st = store_of(p, g, wave);
-        const ScoreView sv = chunk_scores(g, st, ch, s);
-        if (!g.stored) item_scores(p, plan, ch, s.tiles, sv, s.spare_max);
-        group_max(st, g.chunks, s.m);
+      each_chunk_after_phase_a(p, plan, base, wave, wv,
+                               [&](const WorkItem& ch, const SplitGroup& g, const GroupStore& st, ScoreView sv,
+                                   const Scratch& s) {
         // The row sums of kNormalizeFirst are in place already (and read by the other chunks).
         float* l = p.p_rule.kind == PRule::Kind::kNormalizeFirst ? s.l : st.sum(ch.chunk);
         item_accumulate(p, plan, ch, s.tiles, sv, row_stats(p, ch, s, &st, g.chunks), l, st.acc(ch.chunk));

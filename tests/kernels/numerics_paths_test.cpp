@@ -80,27 +80,29 @@ void expect_path(const FiaArgs& args, const std::vector<double>& path, const std
   EXPECT_FALSE(criterion_a(ref.attention_out, other).pass) << what;
 }
 
+/// A call of `spec` through `entry` takes the rule `expected`, and its results follow it, not
+/// `other`.
+void expect_rule(const CallSpec& spec, std::uint64_t seed, EntryPoint entry, PRule expected, PRule other,
+                 const std::string& what) {
+  TestCall call = build_call(spec, seed);
+  call.args.entry_point = entry;
+  const detail::Problem p = problem_of(call.args);
+  ASSERT_EQ(p.p_rule.kind, expected.kind) << what;
+  ASSERT_EQ(p.p_rule.round_to, expected.round_to) << what;
+  expect_path(call.args, reference_with(call.args, p.p_rule), reference_with(call.args, other), what);
+}
+
 TEST(NumericsPaths, TndHighPrecisionKeepsPInF32) {
-  for (DType t : {DType::BF16, DType::F16}) {
-    TestCall call = build_call(near_equal_scores("TND", t, 24, 1500), 91);
-    ASSERT_EQ(problem_of(call.args).p_rule.kind, Kind::kRoundE);
-    ASSERT_EQ(problem_of(call.args).p_rule.round_to, DType::F32);
-    std::vector<double> path;
-    ASSERT_TRUE([&] { detail::ReferenceResult r; const bool ok = reference_exact(call.args, &r).ok(); path = r.out; return ok; }());
-    expect_path(call.args, path, reference_with(call.args, rule(Kind::kRoundE, t)), "TND inner_precise 0");
-  }
+  for (DType t : {DType::BF16, DType::F16})
+    expect_rule(near_equal_scores("TND", t, 24, 1500), 91, EntryPoint::kFusedInferAttentionScore,
+                rule(Kind::kRoundE, DType::F32), rule(Kind::kRoundE, t), "TND inner_precise 0");
 }
 
 TEST(NumericsPaths, TndHighPerformanceRoundsFp16TilesAgainstTheRunningMax) {
   CallSpec s = near_equal_scores("TND", DType::BF16, 24, 1500);
   s.inner_precise = 1;
-  TestCall call = build_call(s, 92);
-  const detail::Problem p = problem_of(call.args);
-  ASSERT_EQ(p.p_rule.kind, Kind::kRunningMax);
-  ASSERT_EQ(p.p_rule.round_to, DType::F16);
-  std::vector<double> path = reference_with(call.args, p.p_rule);
-  expect_path(call.args, path, reference_with(call.args, rule(Kind::kRoundE, DType::BF16)),
-              "TND inner_precise 1 vs bf16 E");
+  expect_rule(s, 92, EntryPoint::kFusedInferAttentionScore, rule(Kind::kRunningMax, DType::F16),
+              rule(Kind::kRoundE, DType::BF16), "TND inner_precise 1 vs bf16 E");
   // Against fp16 rounding at the exact max: the running max alone makes the difference; prefill
   // rows (wide items) and decode rows (narrow items split into chunks).
   for (const std::int64_t rows : {24, 3}) {
@@ -108,48 +110,29 @@ TEST(NumericsPaths, TndHighPerformanceRoundsFp16TilesAgainstTheRunningMax) {
     f.inner_precise = 1;
     f.value_range = 64.0f;
     f.scale = 1e-4;
-    TestCall f16 = build_call(f, 93);
-    expect_path(f16.args, reference_with(f16.args, problem_of(f16.args).p_rule),
-                reference_with(f16.args, rule(Kind::kRoundE, DType::F16)), "TND inner_precise 1 vs fp16 E");
+    expect_rule(f, 93, EntryPoint::kFusedInferAttentionScore, rule(Kind::kRunningMax, DType::F16),
+                rule(Kind::kRoundE, DType::F16), "TND inner_precise 1 vs fp16 E");
   }
 }
 
 TEST(NumericsPaths, IncreFlashAttentionNormalisesThenRoundsFp16) {
-  TestCall call = build_call(near_equal_scores("BSND", DType::F16, 1, 700), 94);
-  call.args.entry_point = EntryPoint::kIncreFlashAttention;
-  const detail::Problem p = problem_of(call.args);
-  ASSERT_EQ(p.p_rule.kind, Kind::kNormalizeFirst);
-  ASSERT_EQ(p.p_rule.round_to, DType::F16);
-  expect_path(call.args, reference_with(call.args, p.p_rule), reference_with(call.args, rule(Kind::kRoundE, DType::F16)),
-              "IFA fp16");
+  expect_rule(near_equal_scores("BSND", DType::F16, 1, 700), 94, EntryPoint::kIncreFlashAttention,
+              rule(Kind::kNormalizeFirst, DType::F16), rule(Kind::kRoundE, DType::F16), "IFA fp16");
 }
 
 TEST(NumericsPaths, IncreFlashAttentionKeepsBf16PInF32) {
-  TestCall call = build_call(near_equal_scores("BSND", DType::BF16, 1, 700), 95);
-  call.args.entry_point = EntryPoint::kIncreFlashAttention;
-  const detail::Problem p = problem_of(call.args);
-  ASSERT_EQ(p.p_rule.round_to, DType::F32);
-  expect_path(call.args, reference_with(call.args, p.p_rule),
-              reference_with(call.args, rule(Kind::kRoundE, DType::BF16)), "IFA bf16");
+  expect_rule(near_equal_scores("BSND", DType::BF16, 1, 700), 95, EntryPoint::kIncreFlashAttention,
+              rule(Kind::kNormalizeFirst, DType::F32), rule(Kind::kRoundE, DType::BF16), "IFA bf16");
 }
 
 TEST(NumericsPaths, PromptFlashAttentionRoundsEOnTokenLayoutsToo) {
-  TestCall call = build_call(near_equal_scores("TND", DType::BF16, 24, 1500), 96);
-  call.args.entry_point = EntryPoint::kPromptFlashAttention;
-  const detail::Problem p = problem_of(call.args);
-  ASSERT_EQ(p.p_rule.kind, Kind::kRoundE);
-  ASSERT_EQ(p.p_rule.round_to, DType::BF16);
-  expect_path(call.args, reference_with(call.args, p.p_rule), reference_with(call.args, rule(Kind::kRoundE, DType::F32)),
-              "PFA on TND");
+  expect_rule(near_equal_scores("TND", DType::BF16, 24, 1500), 96, EntryPoint::kPromptFlashAttention,
+              rule(Kind::kRoundE, DType::BF16), rule(Kind::kRoundE, DType::F32), "PFA on TND");
 }
 
 TEST(NumericsPaths, NonTokenFiaRoundsEToTheQueryDtype) {
-  TestCall call = build_call(near_equal_scores("BNSD", DType::BF16, 24, 1500), 97);
-  const detail::Problem p = problem_of(call.args);
-  ASSERT_EQ(p.p_rule.kind, Kind::kRoundE);
-  ASSERT_EQ(p.p_rule.round_to, DType::BF16);
-  expect_path(call.args, reference_with(call.args, p.p_rule), reference_with(call.args, rule(Kind::kRoundE, DType::F32)),
-              "FIA BNSD");
+  expect_rule(near_equal_scores("BNSD", DType::BF16, 24, 1500), 97, EntryPoint::kFusedInferAttentionScore,
+              rule(Kind::kRoundE, DType::BF16), rule(Kind::kRoundE, DType::F32), "FIA BNSD");
 }
 
 // Rows split into chunks (few query rows over long KV): IFA's row sums come before any P·V, and
