@@ -46,3 +46,11 @@ configure_file(cmake/fia.pc.in fia.pc @ONLY)
 configure_file(cmake/fia-cann.pc.in fia-cann.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/fia.pc ${PROJECT_BINARY_DIR}/fia-cann.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The C examples (examples/c), written the CANN-sample way (run as tests by tests/CMakeLists.txt).
+set(FIA_C_EXAMPLES fia_v4_sample fia_v4_paged_decode ifa_v4_decode pfa_v3_causal_prefill)
+foreach(example IN LISTS FIA_C_EXAMPLES)
+  add_executable(example_c_${example} examples/c/${example}.c)
+  target_link_libraries(example_c_${example} PRIVATE fia_shared m)
+  set_target_properties(example_c_${example} PROPERTIES C_STANDARD 99 C_EXTENSIONS OFF)
+endforeach()
