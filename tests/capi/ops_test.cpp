@@ -202,6 +202,8 @@ TEST(CApiOps, IncreFlashAttentionEveryVersionEqualsTheCppApiOnTheIfaPath) {
     call.args.inner_precise = version >= 3 ? 0 : 1;  // V1/V2 have IFA's default 1
     const Outputs ref = cpp_outputs(call.args);
     expect_same(call_ifa(version, call.args, ref), ref, false, "IFA V" + std::to_string(version));
+    call.args.entry_point = EntryPoint::kFusedInferAttentionScore;  // the data tells the paths apart
+    EXPECT_NE(cpp_outputs(call.args).attention_out.bytes, ref.attention_out.bytes) << "IFA V" << version;
   }
 }
 
@@ -250,6 +252,8 @@ TEST(CApiOps, PromptFlashAttentionEveryVersionEqualsTheCppApiOnThePfaPath) {
     call.args.inner_precise = version == 3 ? 0 : 1;
     const Outputs ref = cpp_outputs(call.args);
     expect_same(call_pfa(version, call.args, ref), ref, false, "PFA V" + std::to_string(version));
+    call.args.entry_point = EntryPoint::kIncreFlashAttention;  // IFA rounds P otherwise, on this data
+    EXPECT_NE(cpp_outputs(call.args).attention_out.bytes, ref.attention_out.bytes) << "PFA V" << version;
   }
 }
 
