@@ -236,6 +236,19 @@ TEST(CApiErrors, EmptyKeyAndValueGiveZerosAndInfiniteLse) {  // FIA-SPEC 19
     EXPECT_EQ(c.out.softmax_lse.as<float>()[i], std::numeric_limits<float>::infinity());
 }
 
+TEST(CApiErrors, AnEmptyQueryGivesAnEmptyOutput) {  // FIA-SPEC 19, as the C++ API: Q_S = 0
+  V4Call c;
+  const std::int64_t dims[4] = {2, 2, 0, 16}, strides[4] = {32, 16, 16, 1}, storage[1] = {0};
+  c.query.reset(aclCreateTensor(dims, 4, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, storage, 1, nullptr));
+  c.out_t.reset(aclCreateTensor(dims, 4, ACL_FLOAT16, strides, 0, ACL_FORMAT_ND, storage, 1, nullptr));
+  ASSERT_NE(c.query, nullptr);
+  uint64_t ws = 1;
+  aclOpExecutor* ex = nullptr;
+  ASSERT_EQ(c.plan(&ws, &ex), ACLNN_SUCCESS) << last_error();
+  std::vector<std::byte> work(ws);
+  EXPECT_EQ(aclnnFusedInferAttentionScoreV4(work.data(), ws, ex, nullptr), ACLNN_SUCCESS) << last_error();
+}
+
 TEST(CApiHandles, NullHandlesAndBadDescriptions) {
   EXPECT_EQ(aclDestroyTensor(nullptr), ACLNN_SUCCESS);
   EXPECT_EQ(aclDestroyTensorList(nullptr), ACLNN_SUCCESS);

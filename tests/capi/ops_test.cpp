@@ -22,12 +22,14 @@
 namespace fia::test {
 namespace {
 
-/// The handles of one call's inputs and outputs.
+/// The handles of one call's inputs and outputs (null where the FiaArgs input is absent).
 struct Handles {
-  AclTensor query, pse, mask, block_table, kv_padding, sink;
+  AclTensor query, pse, mask, block_table, q_padding, kv_padding, sink;
+  AclTensor antiquant_scale, antiquant_offset, k_scale, k_offset, v_scale, v_offset, k_prefix, v_prefix;
+  AclTensor query_rope, key_rope;
   AclList key, value;
   AclTensor key1, value1;  // PFA: single tensors
-  AclInts act_q, act_kv;
+  AclInts act_q, act_kv, prefix_len;
   AclTensor out, lse;
   std::string layout;
 
@@ -36,14 +38,26 @@ struct Handles {
         pse(acl_tensor(a.pse_shift)),
         mask(acl_tensor(a.atten_mask)),
         block_table(acl_tensor(a.block_table)),
+        q_padding(acl_tensor(a.query_padding_size)),
         kv_padding(acl_tensor(a.kv_padding_size)),
         sink(acl_tensor(a.learnable_sink)),
+        antiquant_scale(acl_tensor(a.antiquant_scale)),
+        antiquant_offset(acl_tensor(a.antiquant_offset)),
+        k_scale(acl_tensor(a.key_antiquant_scale)),
+        k_offset(acl_tensor(a.key_antiquant_offset)),
+        v_scale(acl_tensor(a.value_antiquant_scale)),
+        v_offset(acl_tensor(a.value_antiquant_offset)),
+        k_prefix(acl_tensor(a.key_shared_prefix)),
+        v_prefix(acl_tensor(a.value_shared_prefix)),
+        query_rope(acl_tensor(a.query_rope)),
+        key_rope(acl_tensor(a.key_rope)),
         key(acl_list(a.key)),
         value(acl_list(a.value)),
         key1(acl_tensor(a.key[0])),
         value1(acl_tensor(a.value[0])),
         act_q(acl_ints(a.actual_seq_lengths)),
         act_kv(acl_ints(a.actual_seq_lengths_kv)),
+        prefix_len(acl_ints(a.actual_shared_prefix_len)),
         out(acl_tensor(o.attention_out.mutable_view())),
         lse(a.softmax_lse_flag ? acl_tensor(o.softmax_lse.mutable_view()) : nullptr),
         layout(a.input_layout) {}
@@ -84,6 +98,7 @@ void expect_same(const Outputs& got, const Outputs& want, bool lse, const std::s
   }
 }
 
+/// Calls FIA `version` with every argument of `a` (those the version lacks must be absent).
 Outputs call_fia(int version, const FiaArgs& a, const Outputs& ref) {
   Outputs o = blank_like(ref);
   Handles h(a, o);
@@ -94,30 +109,39 @@ Outputs call_fia(int version, const FiaArgs& a, const Outputs& ref) {
   if (version == 1) {
     st = aclnnFusedInferAttentionScoreGetWorkspaceSize(
         h.query.get(), h.key.get(), h.value.get(), h.pse.get(), h.mask.get(), h.act_q.get(), h.act_kv.get(), n, n, n, n,
-        n, n, n, h.block_table.get(), n, h.kv_padding.get(), a.num_heads, a.scale, a.pre_tokens, a.next_tokens,
-        h.layout_c(), a.num_key_value_heads, a.sparse_mode, a.inner_precise, a.block_size, 0, a.softmax_lse_flag,
-        h.out.get(), h.lse.get(), &ws, &ex);
+        n, h.antiquant_scale.get(), h.antiquant_offset.get(), h.block_table.get(), h.q_padding.get(),
+        h.kv_padding.get(), a.num_heads, a.scale, a.pre_tokens, a.next_tokens, h.layout_c(), a.num_key_value_heads,
+        a.sparse_mode, a.inner_precise, a.block_size, a.antiquant_mode, a.softmax_lse_flag, h.out.get(), h.lse.get(),
+        &ws, &ex);
     run_phase2(st, ws, ex, aclnnFusedInferAttentionScore);
   } else if (version == 2) {
     st = aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
         h.query.get(), h.key.get(), h.value.get(), h.pse.get(), h.mask.get(), h.act_q.get(), h.act_kv.get(), n, n, n, n,
-        n, n, n, h.block_table.get(), n, h.kv_padding.get(), n, n, n, n, n, n, nullptr, a.num_heads, a.scale,
-        a.pre_tokens, a.next_tokens, h.layout_c(), a.num_key_value_heads, a.sparse_mode, a.inner_precise, a.block_size,
-        0, a.softmax_lse_flag, 0, 0, h.out.get(), h.lse.get(), &ws, &ex);
+        n, h.antiquant_scale.get(), h.antiquant_offset.get(), h.block_table.get(), h.q_padding.get(),
+        h.kv_padding.get(), h.k_scale.get(), h.k_offset.get(), h.v_scale.get(), h.v_offset.get(), h.k_prefix.get(),
+        h.v_prefix.get(), h.prefix_len.get(), a.num_heads, a.scale, a.pre_tokens, a.next_tokens, h.layout_c(),
+        a.num_key_value_heads, a.sparse_mode, a.inner_precise, a.block_size, a.antiquant_mode, a.softmax_lse_flag,
+        a.key_antiquant_mode, a.value_antiquant_mode, h.out.get(), h.lse.get(), &ws, &ex);
     run_phase2(st, ws, ex, aclnnFusedInferAttentionScoreV2);
   } else if (version == 3) {
     st = aclnnFusedInferAttentionScoreV3GetWorkspaceSize(
         h.query.get(), h.key.get(), h.value.get(), h.pse.get(), h.mask.get(), h.act_q.get(), h.act_kv.get(), n, n, n, n,
-        n, n, n, h.block_table.get(), n, h.kv_padding.get(), n, n, n, n, n, n, nullptr, n, n, n, a.num_heads, a.scale,
+        n, h.antiquant_scale.get(), h.antiquant_offset.get(), h.block_table.get(), h.q_padding.get(),
+        h.kv_padding.get(), h.k_scale.get(), h.k_offset.get(), h.v_scale.get(), h.v_offset.get(), h.k_prefix.get(),
+        h.v_prefix.get(), h.prefix_len.get(), h.query_rope.get(), h.key_rope.get(), n, a.num_heads, a.scale,
         a.pre_tokens, a.next_tokens, h.layout_c(), a.num_key_value_heads, a.sparse_mode, a.inner_precise, a.block_size,
-        0, a.softmax_lse_flag, 0, 0, h.out.get(), h.lse.get(), &ws, &ex);
+        a.antiquant_mode, a.softmax_lse_flag, a.key_antiquant_mode, a.value_antiquant_mode, h.out.get(), h.lse.get(),
+        &ws, &ex);
     run_phase2(st, ws, ex, aclnnFusedInferAttentionScoreV3);
   } else {
     st = aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
         h.query.get(), h.key.get(), h.value.get(), h.pse.get(), h.mask.get(), h.act_q.get(), h.act_kv.get(), n, n, n, n,
-        n, n, n, h.block_table.get(), n, h.kv_padding.get(), n, n, n, n, n, n, nullptr, n, n, n, n, h.sink.get(),
-        a.num_heads, a.scale, a.pre_tokens, a.next_tokens, h.layout_c(), a.num_key_value_heads, a.sparse_mode,
-        a.inner_precise, a.block_size, 0, a.softmax_lse_flag, 0, 0, 0, h.out.get(), h.lse.get(), &ws, &ex);
+        n, h.antiquant_scale.get(), h.antiquant_offset.get(), h.block_table.get(), h.q_padding.get(),
+        h.kv_padding.get(), h.k_scale.get(), h.k_offset.get(), h.v_scale.get(), h.v_offset.get(), h.k_prefix.get(),
+        h.v_prefix.get(), h.prefix_len.get(), h.query_rope.get(), h.key_rope.get(), n, n, h.sink.get(), a.num_heads,
+        a.scale, a.pre_tokens, a.next_tokens, h.layout_c(), a.num_key_value_heads, a.sparse_mode, a.inner_precise,
+        a.block_size, a.antiquant_mode, a.softmax_lse_flag, a.key_antiquant_mode, a.value_antiquant_mode,
+        a.query_quant_mode, h.out.get(), h.lse.get(), &ws, &ex);
     run_phase2(st, ws, ex, aclnnFusedInferAttentionScoreV4);
   }
   return o;
@@ -154,6 +178,49 @@ TEST(CApiOps, FusedInferAttentionScoreV4PagedPrefillWithSink) {
     TestCall call = build_call(spec, 7);
     const Outputs ref = cpp_outputs(call.args);
     expect_same(call_fia(version, call.args, ref), ref, true, "paged FIA V" + std::to_string(version));
+  }
+}
+
+TEST(CApiOps, FusedInferAttentionScoreVersionFeatures) {
+  {  // V1: packed int4 K/V (INT32, FIA-SPEC 2.3) with the combined antiquant scale/offset; query left padding
+    CallSpec spec;
+    spec.layout = "BSH";
+    spec.batch = 2, spec.num_heads = 2, spec.q_seq = 4, spec.kv_seq = 24;
+    spec.act_q = std::vector<std::int64_t>{2, 3};
+    spec.act_kv = std::vector<std::int64_t>{20, 24};
+    spec.query_padding = 1;
+    set_antiquant(spec, KvQuant::kInt4, AntiquantKind::kChannel, 0);
+    spec.quant.combined = true;
+    spec.quant.channel_shape = "H";
+    TestCall call = build_call(spec, 41);
+    ASSERT_EQ(call.args.key[0].dtype, DType::I32);
+    const Outputs ref = cpp_outputs(call.args);
+    expect_same(call_fia(1, call.args, ref), ref, false, "FIA V1 int4 " + describe(spec));
+  }
+  for (int version : {2, 3, 4}) {  // split int8 antiquant with offsets, and a shared prefix
+    CallSpec spec;
+    spec.layout = "BNSD";
+    spec.batch = 2, spec.num_heads = 4, spec.num_kv_heads = 2, spec.q_seq = 1, spec.kv_seq = 30;
+    spec.prefix_seq = 7;
+    spec.prefix_len = 5;
+    spec.lse = true;
+    set_antiquant(spec, KvQuant::kInt8, AntiquantKind::kChannel, 1);
+    spec.quant.offsets = true;
+    spec.quant.combined = false;
+    TestCall call = build_call(spec, 50 + version);
+    const Outputs ref = cpp_outputs(call.args);
+    expect_same(call_fia(version, call.args, ref), ref, true, "FIA V" + std::to_string(version) + " " + describe(spec));
+  }
+  {  // V3/V4: MLA query_rope / key_rope (FIA-SPEC 15)
+    CallSpec spec;
+    spec.layout = "BSND";
+    spec.batch = 1, spec.num_heads = 2, spec.q_seq = 2, spec.kv_seq = 9;
+    spec.qk_dim = 32, spec.rope_dim = 16;
+    for (int version : {3, 4}) {
+      TestCall call = build_call(spec, 60 + version);
+      const Outputs ref = cpp_outputs(call.args);
+      expect_same(call_fia(version, call.args, ref), ref, false, "FIA V" + std::to_string(version) + " rope");
+    }
   }
 }
 
