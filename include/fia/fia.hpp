@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fia/args.hpp"
+#include "fia/export.hpp"
 #include "fia/half.hpp"
 #include "fia/status.hpp"
 #include "fia/tensor.hpp"
@@ -36,7 +37,7 @@ struct PlanAccess;
 /// compete for those `options.threads` workers instead of each getting as many). The input
 /// tensors must not change while any call runs. plan() may also be called from several threads.
 /// Assigning to a Plan object while another thread runs it is a data race, as for any object.
-class Plan {
+class FIA_API Plan {
  public:
   Plan();
   ~Plan();
@@ -68,7 +69,7 @@ class Plan {
 ///
 /// Errors: kNullArgument when query/key/value is missing; kInvalidArgument naming the torch_npu
 /// parameter; kUnsupported naming a feature fia does not implement yet (quantization, tree mask).
-Status plan(const FiaArgs& args, const Options& options, Plan* out_plan);
+FIA_API Status plan(const FiaArgs& args, const Options& options, Plan* out_plan);
 
 /// Phase 2: computes attention_out (and softmax_lse when softmax_lse_flag is set) into
 /// caller-provided memory. attention_out must have plan.attention_out_shape() and dtype; when the
@@ -82,8 +83,8 @@ Status plan(const FiaArgs& args, const Options& options, Plan* out_plan);
 /// is absent (not present()); kInvalidArgument naming attention_out / softmax_lse / workspace
 /// when they do not fit.
 /// Deterministic: the result does not depend on options.threads.
-Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse,
-           void* workspace, std::size_t workspace_bytes);
+FIA_API Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse,
+                   void* workspace, std::size_t workspace_bytes);
 
 /// Plan reuse (as FlashInfer's plan/run): runs `plan` on `args`, a call that differs from the
 /// planned one only in its data — new data pointers (the next layer's K/V cache, a new query) of
@@ -96,8 +97,8 @@ Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView 
 /// needs another schedule than the plan's (other shapes, lengths or attributes: make a new plan).
 /// Thread safety: a Plan is immutable; run() may be called on one Plan from several threads at
 /// once with separate outputs and workspaces.
-Status run(const Plan& plan, const FiaArgs& args, MutableTensorView attention_out, MutableTensorView softmax_lse,
-           void* workspace, std::size_t workspace_bytes);
+FIA_API Status run(const Plan& plan, const FiaArgs& args, MutableTensorView attention_out,
+                   MutableTensorView softmax_lse, void* workspace, std::size_t workspace_bytes);
 
 /// The two outputs of a call, owned.
 struct Outputs {
@@ -118,10 +119,10 @@ inline constexpr std::int64_t kCompressedMaskSize = 2048;
 ///
 /// `dtype`: Bool, U8 or I8 (FIA-SPEC 6.1). Errors: kInvalidArgument naming atten_mask for any
 /// other dtype (`out` is then left as it was); kNullArgument when `out` is null.
-Status compressed_mask(DType dtype, OwnedTensor* out);
+FIA_API Status compressed_mask(DType dtype, OwnedTensor* out);
 
 /// plan() + allocation + run() in one call, returning what torch_npu's
 /// npu_fused_infer_attention_score returns. Same errors as plan() and run().
-Status fused_infer_attention_score(const FiaArgs& args, const Options& options, Outputs* outputs);
+FIA_API Status fused_infer_attention_score(const FiaArgs& args, const Options& options, Outputs* outputs);
 
 }  // namespace fia

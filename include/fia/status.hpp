@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "fia/export.hpp"
+
 namespace fia {
 
 /// What kind of failure a Status reports (FIA-SPEC 2.4).
@@ -16,7 +18,7 @@ enum class StatusCode {
 
 /// The outcome of a call: a code, the torch_npu name of the offending parameter and a message
 /// of the form "<what was expected>, got <what was given>".
-struct Status {
+struct FIA_API Status {
   StatusCode code = StatusCode::kOk;
   std::string parameter;
   std::string message;
@@ -28,6 +30,6 @@ struct Status {
 };
 
 /// Short name of a status code ("ok", "null argument", "invalid argument", ...).
-const char* status_code_name(StatusCode code) noexcept;
+FIA_API const char* status_code_name(StatusCode code) noexcept;
 
 }  // namespace fia

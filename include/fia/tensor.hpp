@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fia/export.hpp"
+
 namespace fia {
 
 /// Element types, named as in safetensors (CASE-FORMAT.md).
@@ -13,11 +15,11 @@ namespace fia {
 enum class DType : std::uint8_t { F16, BF16, F32, F64, I8, U8, Bool, I32, I64, U64 };
 
 /// Size of one element in bytes.
-std::size_t dtype_size(DType dtype) noexcept;
+FIA_API std::size_t dtype_size(DType dtype) noexcept;
 /// The safetensors name of a dtype ("F16", "BF16", "I8", "BOOL", ...).
-std::string_view dtype_name(DType dtype) noexcept;
+FIA_API std::string_view dtype_name(DType dtype) noexcept;
 /// Parses a safetensors dtype name; returns false when the name is unknown.
-bool parse_dtype(std::string_view name, DType* out) noexcept;
+FIA_API bool parse_dtype(std::string_view name, DType* out) noexcept;
 
 /// A non-owning view of a strided tensor.
 ///
@@ -60,7 +62,7 @@ using TensorView = BasicTensorView<const void*>;
 using MutableTensorView = BasicTensorView<void*>;
 
 /// A tensor that owns its (row-major, contiguous) storage.
-struct OwnedTensor {
+struct FIA_API OwnedTensor {
   DType dtype = DType::F32;
   std::vector<std::int64_t> shape;
   std::vector<std::byte> bytes;

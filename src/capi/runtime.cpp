@@ -1,0 +1,146 @@
+// The AscendCL runtime subset on host memory: init, devices, streams (synchronous), memory,
+// fp16 conversion, and aclnnInit/aclnnFinalize.
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "acl/acl.h"
+#include "aclnn/aclnn_base.h"
+#include "capi/errors.hpp"
+#include "fia/half.hpp"
+
+namespace {
+
+using fia::capi::set_error;
+
+std::atomic<bool> g_initialized{false};
+
+/// The token aclrtCreateStream hands out: streams carry no state, every call is synchronous.
+char g_stream_token;
+
+aclError param_error(const char* function, const std::string& what) {
+  set_error(std::string(function) + ": " + what);
+  return ACL_ERROR_INVALID_PARAM;
+}
+
+aclError host_alloc(const char* function, void** ptr, size_t size) {
+  if (ptr == nullptr) return param_error(function, "the output pointer is null");
+  if (size == 0) return param_error(function, "size must be > 0, got 0");
+  const size_t rounded = (size + 63) / 64 * 64;
+  if (rounded < size) return param_error(function, "size " + std::to_string(size) + " is too large");
+  *ptr = std::aligned_alloc(64, rounded);
+  if (*ptr == nullptr) {
+    set_error(std::string(function) + ": cannot allocate " + std::to_string(size) + " bytes");
+    return ACL_ERROR_BAD_ALLOC;
+  }
+  return ACL_SUCCESS;
+}
+
+aclError check_device(const char* function, int32_t id) {
+  if (id < 0) {
+    set_error(std::string(function) + ": deviceId must be >= 0, got " + std::to_string(id));
+    return ACL_ERROR_INVALID_DEVICE;
+  }
+  return ACL_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+aclError aclInit(const char* configPath) {
+  if (g_initialized.exchange(true)) {
+    set_error("aclInit: already initialised");
+    return ACL_ERROR_REPEAT_INITIALIZE;
+  }
+  return ACL_SUCCESS;
+}
+
+aclError aclFinalize(void) {
+  if (!g_initialized.exchange(false)) {
+    set_error("aclFinalize: not initialised");
+    return ACL_ERROR_REPEAT_FINALIZE;
+  }
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSetDevice(int32_t deviceId) { return check_device("aclrtSetDevice", deviceId); }
+
+aclError aclrtResetDevice(int32_t deviceId) { return check_device("aclrtResetDevice", deviceId); }
+
+aclError aclrtCreateStream(aclrtStream* stream) {
+  if (stream == nullptr) return param_error("aclrtCreateStream", "stream is null");
+  *stream = &g_stream_token;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDestroyStream(aclrtStream stream) {
+  return stream == nullptr ? param_error("aclrtDestroyStream", "stream is null") : ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeStream(aclrtStream stream) {
+  return stream == nullptr ? param_error("aclrtSynchronizeStream", "stream is null") : ACL_SUCCESS;
+}
+
+aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
+  return host_alloc("aclrtMalloc", devPtr, size);
+}
+
+aclError aclrtFree(void* devPtr) {
+  if (devPtr == nullptr) return param_error("aclrtFree", "devPtr is null");
+  std::free(devPtr);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMallocHost(void** hostPtr, size_t size) { return host_alloc("aclrtMallocHost", hostPtr, size); }
+
+aclError aclrtFreeHost(void* hostPtr) {
+  if (hostPtr == nullptr) return param_error("aclrtFreeHost", "hostPtr is null");
+  std::free(hostPtr);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
+  if (static_cast<int>(kind) < ACL_MEMCPY_HOST_TO_HOST || static_cast<int>(kind) > ACL_MEMCPY_INTER_DEVICE_TO_DEVICE)
+    return param_error("aclrtMemcpy", "unknown kind " + std::to_string(static_cast<int>(kind)));
+  if (count > destMax)
+    return param_error("aclrtMemcpy",
+                       "count (" + std::to_string(count) + ") must be <= destMax (" + std::to_string(destMax) + ")");
+  if (count == 0) return ACL_SUCCESS;
+  if (dst == nullptr || src == nullptr)
+    return param_error("aclrtMemcpy", dst == nullptr ? "dst is null" : "src is null");
+  std::memcpy(dst, src, count);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
+  if (count > maxCount)
+    return param_error("aclrtMemset",
+                       "count (" + std::to_string(count) + ") must be <= maxCount (" + std::to_string(maxCount) + ")");
+  if (count == 0) return ACL_SUCCESS;
+  if (devPtr == nullptr) return param_error("aclrtMemset", "devPtr is null");
+  std::memset(devPtr, value, count);
+  return ACL_SUCCESS;
+}
+
+float aclFloat16ToFloat(aclFloat16 value) {
+  if ((value & 0x7C00u) != 0x7C00u) return fia::f16_to_f32(value);
+  // Exponent 31 (Inf/NaN) read as a finite exponent, as CANN does: 2^16 * (1 + mantissa / 1024).
+  const float magnitude = std::ldexp(1.0f + static_cast<float>(value & 0x3FFu) / 1024.0f, 16);
+  return (value & 0x8000u) ? -magnitude : magnitude;
+}
+
+aclFloat16 aclFloatToFloat16(float value) {
+  if (std::isnan(value)) return 0x7BFF;
+  const aclFloat16 h = fia::f32_to_f16(value);
+  if ((h & 0x7FFFu) == 0x7C00u) return (h & 0x8000u) ? 0xFBFF : 0x7BFF;  // saturate
+  return h;
+}
+
+aclnnStatus aclnnInit(const char* configPath) { return ACLNN_SUCCESS; }
+
+aclnnStatus aclnnFinalize(void) { return ACLNN_SUCCESS; }
+
+}  // extern "C"

@@ -1,0 +1,83 @@
+// The C API's mapping of fia's Status onto aclnn codes and messages (src/capi/errors.hpp): every
+// code, the aclnn names of each operator and version, and an unsupported feature end to end.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "acl/acl.h"
+#include "acl_handles.hpp"
+#include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
+#include "capi/errors.hpp"
+#include "support/call_builder.hpp"
+
+namespace fia::test {
+namespace {
+
+using capi::EntryName;
+using capi::Op;
+
+constexpr EntryName kFiaV1{Op::kFia, 1, "aclnnFusedInferAttentionScoreGetWorkspaceSize",
+                           "aclnnFusedInferAttentionScore"};
+constexpr EntryName kFiaV4{Op::kFia, 4, "aclnnFusedInferAttentionScoreV4GetWorkspaceSize",
+                           "aclnnFusedInferAttentionScoreV4"};
+constexpr EntryName kIfaV3{Op::kIfa, 3, "aclnnIncreFlashAttentionV3GetWorkspaceSize", "aclnnIncreFlashAttentionV3"};
+constexpr EntryName kPfaV2{Op::kPfa, 2, "aclnnPromptFlashAttentionV2GetWorkspaceSize", "aclnnPromptFlashAttentionV2"};
+
+TEST(CApiStatus, EveryCodeMaps) {
+  EXPECT_EQ(capi::report(kFiaV4, Status::Ok()), ACLNN_SUCCESS);
+  EXPECT_EQ(capi::report(kFiaV4, {StatusCode::kNullArgument, "query", "required"}), ACLNN_ERR_PARAM_NULLPTR);
+  EXPECT_EQ(capi::report(kFiaV4, {StatusCode::kInvalidArgument, "query", "bad"}), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(capi::report(kFiaV4, {StatusCode::kUnsupported, "query", "later"}), ACLNN_ERR_PARAM_INVALID);
+  EXPECT_EQ(std::string(aclGetRecentErrMsg()),
+            "aclnnFusedInferAttentionScoreV4GetWorkspaceSize: query: later (not supported by fia)");
+  EXPECT_EQ(capi::report(kFiaV4, {StatusCode::kInternal, "", "bug"}), ACLNN_ERR_RUNTIME_ERROR);
+  EXPECT_EQ(std::string(aclGetRecentErrMsg()), "aclnnFusedInferAttentionScoreV4GetWorkspaceSize: bug");
+  capi::report(kFiaV4, {StatusCode::kInvalidArgument, "attention_out", "x"}, /*run_phase=*/true);
+  EXPECT_EQ(std::string(aclGetRecentErrMsg()), "aclnnFusedInferAttentionScoreV4: attentionOut: x");
+}
+
+TEST(CApiStatus, NamesFollowTheOperatorAndVersion) {
+  EXPECT_EQ(capi::aclnn_name(kFiaV1, "block_table"), "blockTable");
+  EXPECT_EQ(capi::aclnn_name(kFiaV4, "block_table"), "blockTableOptional");
+  EXPECT_EQ(capi::aclnn_name(kFiaV1, "dequant_scale1"), "deqScale1");
+  EXPECT_EQ(capi::aclnn_name(kFiaV4, "num_heads"), "numHeads");
+  EXPECT_EQ(capi::aclnn_name(kFiaV4, "scale"), "scaleValue");
+  EXPECT_EQ(capi::aclnn_name(kIfaV3, "block_table"), "blocktable");
+  EXPECT_EQ(capi::aclnn_name(kIfaV3, "actual_seq_lengths_kv"), "actualSeqLengths");
+  EXPECT_EQ(capi::aclnn_name(kIfaV3, "dequant_scale1"), "dequantScale1");
+  EXPECT_EQ(capi::aclnn_name(kPfaV2, "dequant_scale1"), "deqScale1");
+  EXPECT_EQ(capi::aclnn_name(kPfaV2, "actual_seq_lengths_kv"), "actualSeqLengthsKv");
+  EXPECT_EQ(capi::translate_names(kFiaV4, "actual_seq_lengths_kv[1] (9) must be <= 8 (key's S); see block_table"),
+            "actualSeqLengthsKvOptional[1] (9) must be <= 8 (key's S); see blockTableOptional");
+  EXPECT_EQ(capi::translate_names(kIfaV3, "actual_seq_lengths_kv and block_size"), "actualSeqLengths and blockSize");
+  // Indexed parameters keep their index.
+  capi::report(kFiaV4, {StatusCode::kInvalidArgument, "key_antiquant_scale[0]", "x"});
+  EXPECT_EQ(std::string(aclGetRecentErrMsg()),
+            "aclnnFusedInferAttentionScoreV4GetWorkspaceSize: keyAntiquantScaleOptional[0]: x");
+}
+
+TEST(CApiStatus, AnUnsupportedFeatureIs161002NamingItsArgument) {
+  CallSpec spec;
+  spec.layout = "BNSD";
+  spec.num_heads = 2, spec.q_seq = 1, spec.kv_seq = 8;
+  TestCall call = build_call(spec, 5);
+  OwnedTensor out(DType::F16, {1, 2, 1, 16}), scale2(DType::F32, {1});
+  AclTensor q = acl_tensor(call.args.query), o = acl_tensor(out.mutable_view());
+  AclTensor s2 = acl_tensor(scale2.view());
+  AclList k = acl_list(call.args.key), v = acl_list(call.args.value);
+  char layout[] = "BNSD";
+  uint64_t ws = 0;
+  aclOpExecutor* ex = nullptr;
+  const aclTensor* n = nullptr;
+  EXPECT_EQ(aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
+                q.get(), k.get(), v.get(), n, n, nullptr, nullptr, n, n, n, s2.get(), n, n, n, n, n, n, n, n, n, n, n,
+                n, nullptr, 2, 1.0, kIntMax, kIntMax, layout, 0, 0, 0, 0, 0, false, 0, 0, o.get(), nullptr, &ws, &ex),
+            ACLNN_ERR_PARAM_INVALID);
+  const std::string msg = aclGetRecentErrMsg();
+  EXPECT_EQ(msg.rfind("aclnnFusedInferAttentionScoreV2GetWorkspaceSize: quantScale2Optional: ", 0), 0u) << msg;
+  EXPECT_NE(msg.find("(not supported by fia)"), std::string::npos) << msg;
+  EXPECT_EQ(ex, nullptr);
+}
+
+}  // namespace
+}  // namespace fia::test
