@@ -182,6 +182,12 @@ static Status run_impl(const Plan& plan, MutableTensorView attention_out, Mutabl
   if (!plan.valid()) return {StatusCode::kInvalidArgument, "plan", "plan() has not succeeded on this plan"};
   const PlanState& s = plan.state();
   const Problem& p = s.problem;
+  if (p.empty_query) {  // FIA-SPEC 19: nothing to compute into an empty attention_out
+    if (attention_out.numel() != 0)
+      return {StatusCode::kInvalidArgument, "attention_out",
+              "must be empty for an empty query, got shape " + detail::shape_str(attention_out.shape)};
+    return Status::Ok();
+  }
   Status st = check_output("attention_out", attention_out, p.out_dtype, p.out_shape);
   if (!st.ok()) return st;
   if (p.lse) {

@@ -181,6 +181,10 @@ struct Problem {
   bool has_sink = false;
   std::vector<float> sink;  ///< per query head
 
+  /// FIA-SPEC 19: the query is empty; nothing was validated and nothing is computed. out_shape is
+  /// the query's shape in the output layout (the query's own shape when the layout is unknown).
+  bool empty_query = false;
+
   // --- outputs -------------------------------------------------------------------------------
   DType out_dtype = DType::F16;
   std::vector<std::int64_t> out_shape;  ///< attention_out (FIA-SPEC 3.1)

@@ -253,8 +253,36 @@ void fill_problem(const Ctx& c, Problem* p) {
   else p->lse_shape = {c.batch, c.num_heads, c.q_seq, 1};
 }
 
+/// FIA-SPEC 19: a query of size 0 returns at once, every other check skipped; attention_out is
+/// empty too, in the output layout when the layout and the query's rank allow reading its axes.
+void fill_empty_query(const FiaArgs& a, Problem* p) {
+  *p = Problem{};
+  p->empty_query = true;
+  p->dtype = p->out_dtype = a.query.dtype;
+  p->lse = a.softmax_lse_flag;
+  p->out_shape = a.query.shape;
+  p->lse_shape = {1};
+  LayoutPair layout;
+  if (!parse_layout(a.input_layout, &layout) || static_cast<int>(a.query.rank()) != layout_rank(layout.in)) return;
+  const AxisPos pos = axis_positions(layout.in);
+  const auto& q = a.query.shape;
+  const std::int64_t n = layout.in == Layout::kBSH ? std::max<std::int64_t>(a.num_heads, 1) : q[pos.n];
+  const std::int64_t d = layout.in == Layout::kBSH ? q[2] / n : q[pos.d];
+  const std::int64_t b = pos.b >= 0 ? q[pos.b] : 0, s = q[pos.s];
+  p->out_layout = layout.out;
+  p->out_shape = shape_in_layout(layout.out, b, s, n, d);
+  if (p->lse) p->lse_shape = is_token_layout(layout.in) ? std::vector<std::int64_t>{s, n, 1}
+                                                        : std::vector<std::int64_t>{b, n, s, 1};
+}
+
 Status build_problem(const FiaArgs& args, bool strict, Problem* out) {
   Ctx c(args, strict);
+  const bool required = args.query.present() && !args.key.empty() && args.key[0].present() && !args.value.empty() &&
+                        args.value[0].present();
+  if (required && args.query.numel() == 0) {
+    fill_empty_query(args, out);
+    return Status::Ok();
+  }
   FIA_RETURN_IF_ERROR(check_tensors(c));
   FIA_RETURN_IF_ERROR(check_shapes(c));
   if (c.empty_kv) {

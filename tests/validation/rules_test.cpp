@@ -119,9 +119,8 @@ std::vector<Rule> rules() {
       {"scale_not_float32", prefill(), [](A c) { c.args.scale = 1e39; }, "scale", kInvalid},
       {"scale_nan", prefill(), [](A c) { c.args.scale = std::nan(""); }, "scale", kInvalid},
       // 20.2 layout, ranks, heads, head dims
-      {"query_head_dim_zero", prefill(), [](A c) { c.args.query.shape[3] = 0; c.args.key[0].shape[3] = 0; }, "query", kInvalid},
       {"value_head_dim_zero", prefill(), [](A c) { c.args.value[0].shape[3] = 0; }, "value", kInvalid},
-      {"batch_cap", with(decode(), [](CallSpec& s) { s.q_seq = 0; }), [](A c) { c.args.query.shape[0] = (1 << 24) + 1; }, "query", kInvalid},
+      {"batch_cap", decode(), [](A c) { c.args.query.shape[0] = (1 << 24) + 1; }, "query", kInvalid},
       {"num_heads_zero", prefill(), [](A c) { c.args.num_heads = 0; }, "num_heads", kInvalid},
       {"bad_layout", prefill(), [](A c) { c.args.input_layout = "BSND_TND"; }, "input_layout", kInvalid},
       {"query_rank", prefill(), [](A c) { c.args.query.shape.push_back(1); }, "query", kInvalid},
@@ -221,7 +220,7 @@ std::vector<Rule> rules() {
       {"sink_dtype", with(prefill(), [](CallSpec& s) { s.sink = true; }), [](A c) { c.args.learnable_sink.dtype = DType::I32; c.args.learnable_sink.shape = {2}; }, "learnable_sink", kInvalid},
       {"sink_shape", with(prefill(), [](CallSpec& s) { s.sink = true; }), [](A c) { c.args.learnable_sink.shape = {2}; }, "learnable_sink", kInvalid},
       // 25.2 hardware limits (strict mode only)
-      {"batch_max", with(decode(), [](CallSpec& s) { s.batch = 65537; s.q_seq = 0; s.num_heads = 1; s.num_kv_heads = 1; s.qk_dim = 16; }), nullptr, "query", kInvalid, true},
+      {"batch_max", with(decode(), [](CallSpec& s) { s.batch = 65537; s.kv_seq = 1; s.num_heads = 1; s.num_kv_heads = 1; s.qk_dim = 16; }), nullptr, "query", kInvalid, true},
       {"num_heads_max", with(decode(), [](CallSpec& s) { s.num_heads = 260; s.num_kv_heads = 1; s.qk_dim = 16; s.kv_seq = 2; }), nullptr, "num_heads", kInvalid, true},
       {"head_dim_max", with(prefill(), [](CallSpec& s) { s.qk_dim = 576; s.q_seq = 2; s.kv_seq = 2; }), nullptr, "query", kInvalid, true},
       {"value_head_dim_max", with(prefill(), [](CallSpec& s) { s.v_dim = 528; s.q_seq = 2; s.kv_seq = 2; }), nullptr, "value", kInvalid, true},
