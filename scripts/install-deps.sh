@@ -2,7 +2,7 @@
 # Installs fia's build and test dependencies from Debian packages (Debian 12 "bookworm").
 set -euo pipefail
 packages=(g++ cmake ninja-build libtbb-dev nlohmann-json3-dev libcli11-dev libhwy-dev libgtest-dev libgmock-dev
-          libbenchmark-dev)
+          libbenchmark-dev pkg-config)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
