@@ -1,5 +1,5 @@
 // The AscendCL runtime subset on host memory: init, devices, streams (synchronous), memory,
-// fp16 conversion, and aclnnInit/aclnnFinalize.
+// element sizes, fp16 conversion, and aclnnInit/aclnnFinalize.
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -123,6 +123,38 @@ aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count)
   if (devPtr == nullptr) return param_error("aclrtMemset", "devPtr is null");
   std::memset(devPtr, value, count);
   return ACL_SUCCESS;
+}
+
+size_t aclDataTypeSize(aclDataType dataType) {
+  switch (dataType) {
+    case ACL_STRING:
+    case ACL_DT_UNDEFINED:
+      return 0;
+    case ACL_INT4:
+    case ACL_UINT1:
+    case ACL_BOOL:
+    case ACL_INT8:
+    case ACL_UINT8:
+    case ACL_HIFLOAT8:
+    case ACL_FLOAT8_E5M2:
+    case ACL_FLOAT8_E4M3FN:
+    case ACL_FLOAT8_E8M0:
+      return 1;
+    case ACL_FLOAT16:
+    case ACL_BF16:
+    case ACL_INT16:
+    case ACL_UINT16:
+      return 2;
+    case ACL_FLOAT:
+    case ACL_INT32:
+    case ACL_UINT32:
+    case ACL_COMPLEX32:
+      return 4;
+    case ACL_COMPLEX128:
+      return 16;
+    default:
+      return 8;  // INT64, UINT64, DOUBLE, COMPLEX64; CANN gives 8 for every value it does not list
+  }
 }
 
 float aclFloat16ToFloat(aclFloat16 value) {

@@ -54,6 +54,7 @@ int main(void) {
   int i;
 
   CHECK(aclInit(NULL) == ACL_SUCCESS);
+  CHECK(aclDataTypeSize(ACL_FLOAT16) == 2 && aclDataTypeSize(ACL_INT64) == 8);
   for (i = 0; i < B * N * S * D; ++i) {
     q[i] = aclFloatToFloat16(0.5f);
     k[i] = aclFloatToFloat16(0.25f);

@@ -92,6 +92,13 @@ typedef enum {
   ACL_FORMAT_FRACTAL_NZ_C0_8 = 54
 } aclFormat;
 
+/** The size of one element of `dataType` in bytes, as CANN's runtime reports it: 0 for
+ *  ACL_STRING and ACL_DT_UNDEFINED; 1 for the sub-byte ACL_INT4 and ACL_UINT1 and for the
+ *  one-byte types (BOOL, INT8, UINT8, HIFLOAT8, FLOAT8_*); 2 for FLOAT16, BF16, INT16, UINT16;
+ *  4 for FLOAT, INT32, UINT32, COMPLEX32; 16 for COMPLEX128; 8 for every other value
+ *  (INT64, UINT64, DOUBLE, COMPLEX64, and, as in CANN, FLOAT6_* / FLOAT4_* and unknown values). */
+ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType);
+
 /** Converts an fp16 bit pattern to float. As CANN: +Inf gives 65536, -Inf -65536, NaN 98304
  *  (the exponent-31 patterns read as if they were finite); every finite value is exact. */
 ACL_FUNC_VISIBILITY float aclFloat16ToFloat(aclFloat16 value);
