@@ -1,9 +1,11 @@
 # ctest install_consumer: `cmake --install` the build into a temporary prefix, then configure,
 # build and run tests/install/consumer against it with find_package(fia).
 # Then the C API: the consumer's C program on fia::cann, an aclnn sample linked with CANN's own
-# link line (-lascendcl -lopapi -lnnopbase), and pkg-config's fia-cann.
+# link line (-lascendcl -lopapi -lnnopbase), a C++ program in CANN's sample style, and pkg-config's
+# fia-cann.
 # Arguments (-D): BUILD_DIR, CONSUMER_DIR, WORK_DIR, GENERATOR, CXX_COMPILER, C_COMPILER, LINK_FLAGS,
-# LIBDIR (CMAKE_INSTALL_LIBDIR), C_SAMPLE (examples/c/fia_v4_sample.c).
+# LIBDIR (CMAKE_INSTALL_LIBDIR), C_SAMPLE (examples/c/fia_v4_sample.c), CXX_SAMPLE
+# (tests/capi/cann_style_test.cpp, compiled against the installed headers only).
 file(REMOVE_RECURSE "${WORK_DIR}")
 
 function(step what)
@@ -26,6 +28,10 @@ step("linking an aclnn sample with -lascendcl -lopapi -lnnopbase" "${C_COMPILER}
      "-I${prefix}/include/fia/cann" "${C_SAMPLE}" -o "${WORK_DIR}/cann_sample" "-L${prefix}/${LIBDIR}"
      -lascendcl -lopapi -lnnopbase -lm "-Wl,-rpath,${prefix}/${LIBDIR}" ${link_flags})
 step("running the aclnn sample" "${WORK_DIR}/cann_sample")
+step("linking a C++ sample in CANN's style (op::fp16_t, aclDataTypeSize)" "${CXX_COMPILER}" -std=c++17
+     "-I${prefix}/include/fia/cann" "${CXX_SAMPLE}" -o "${WORK_DIR}/cann_style_sample" "-L${prefix}/${LIBDIR}"
+     -lascendcl -lopapi -lnnopbase "-Wl,-rpath,${prefix}/${LIBDIR}" ${link_flags})
+step("running the C++ sample" "${WORK_DIR}/cann_style_sample")
 execute_process(COMMAND ${CMAKE_COMMAND} -E env "PKG_CONFIG_PATH=${prefix}/${LIBDIR}/pkgconfig"
                         pkg-config --cflags --libs fia-cann
                 RESULT_VARIABLE rc OUTPUT_VARIABLE pc ERROR_VARIABLE pc)
