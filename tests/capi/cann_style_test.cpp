@@ -5,7 +5,8 @@
 //   * std::vector<op::fp16_t> host data filled with a double, read back with
 //     static_cast<float> (aclnn/opdev/fp16_t.h);
 //   * C++-qualified enumerators: aclDataType::ACL_FLOAT16, aclFormat::ACL_FORMAT_ND;
-//   * a key/value list from a plain aclTensor* array, a char[] layout, nullptr optionals.
+//   * a key/value list from a plain aclTensor* array, a char[] layout filled with strcpy_s from
+//     securec.h (fia's header-only one), nullptr optionals.
 // The call is the FIA V4 documentation sample (FIA-SPEC 22.16): every input an fp16 one, so the
 // output is all ones. Also checks aclDataTypeSize's table and op::fp16_t's conversions.
 // Exits 0 when every check passes.
@@ -19,6 +20,7 @@
 #include "acl/acl.h"
 #include "aclnn/opdev/fp16_t.h"
 #include "aclnnop/aclnn_fused_infer_attention_score_v4.h"
+#include "securec.h"
 
 namespace {
 
@@ -101,7 +103,7 @@ void CheckFiaV4Sample() {
   auto valueList = aclCreateTensorList(values, 1);
   std::string layoutString = "BNSD";
   char layout[8];
-  std::strcpy(layout, layoutString.c_str());
+  EXPECT(strcpy_s(layout, sizeof(layout), layoutString.c_str()) == EOK);
   uint64_t workspaceSize = 0;
   aclOpExecutor *executor = nullptr;
   auto ret = aclnnFusedInferAttentionScoreV4GetWorkspaceSize(
@@ -118,8 +120,11 @@ void CheckFiaV4Sample() {
   std::vector<op::fp16_t> result(GetShapeSize(outShape), 0);
   EXPECT(aclrtMemcpy(result.data(), result.size() * sizeof(result[0]), outDev, result.size() * sizeof(result[0]),
                      ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS);
+  std::vector<op::fp16_t> resultCopy(result.size());
+  EXPECT(memcpy_s(resultCopy.data(), resultCopy.size() * sizeof(resultCopy[0]), result.data(),
+                  result.size() * sizeof(result[0])) == EOK);
   int wrong = 0;
-  for (auto v : result) wrong += static_cast<float>(v) != 1.0f;
+  for (auto v : resultCopy) wrong += static_cast<float>(v) != 1.0f;
   EXPECT(wrong == 0);
   aclDestroyTensor(query);
   aclDestroyTensor(out);
