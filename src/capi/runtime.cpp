@@ -2,8 +2,11 @@
 // element sizes, fp16 conversion, and aclnnInit/aclnnFinalize.
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "acl/acl.h"
@@ -25,6 +28,50 @@ aclError param_error(const char* function, const std::string& what) {
   return ACL_ERROR_INVALID_PARAM;
 }
 
+/// The blocks aclrtMalloc / aclrtMallocHost handed out and not yet freed: start address -> the
+/// size asked for, so that aclrtMemcpy / aclrtMemset can refuse a range that runs past a block's end.
+class BlockRegistry {
+ public:
+  void add(const void* ptr, size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks_[reinterpret_cast<uintptr_t>(ptr)] = size;
+  }
+
+  void remove(const void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks_.erase(reinterpret_cast<uintptr_t>(ptr));
+  }
+
+  /// An empty string when [ptr, ptr + count) fits in the tracked block that holds ptr (or ptr is in
+  /// none, when nothing is checked); otherwise why it does not.
+  std::string overrun(const void* ptr, size_t count) const {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(ptr);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.upper_bound(p);
+    if (it == blocks_.begin()) return {};
+    --it;
+    const size_t offset = p - it->first, size = it->second;
+    if (offset >= size || count <= size - offset) return {};
+    return std::to_string(count) + " bytes from offset " + std::to_string(offset) + " run past the end of its " +
+           std::to_string(size) + "-byte block from aclrtMalloc/aclrtMallocHost";
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<uintptr_t, size_t> blocks_;
+};
+
+BlockRegistry& blocks() {
+  static BlockRegistry registry;
+  return registry;
+}
+
+/// ACL_ERROR_INVALID_PARAM naming `argument` when [ptr, ptr + count) overruns a tracked block.
+aclError check_range(const char* function, const char* argument, const void* ptr, size_t count) {
+  const std::string why = blocks().overrun(ptr, count);
+  return why.empty() ? ACL_SUCCESS : param_error(function, std::string(argument) + ": " + why);
+}
+
 aclError host_alloc(const char* function, void** ptr, size_t size) {
   if (ptr == nullptr) return param_error(function, "the output pointer is null");
   if (size == 0) return param_error(function, "size must be > 0, got 0");
@@ -35,6 +82,7 @@ aclError host_alloc(const char* function, void** ptr, size_t size) {
     set_error(std::string(function) + ": cannot allocate " + std::to_string(size) + " bytes");
     return ACL_ERROR_BAD_ALLOC;
   }
+  blocks().add(*ptr, size);
   return ACL_SUCCESS;
 }
 
@@ -90,6 +138,7 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
 
 aclError aclrtFree(void* devPtr) {
   if (devPtr == nullptr) return param_error("aclrtFree", "devPtr is null");
+  blocks().remove(devPtr);
   std::free(devPtr);
   return ACL_SUCCESS;
 }
@@ -98,6 +147,7 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) { return host_alloc("aclrt
 
 aclError aclrtFreeHost(void* hostPtr) {
   if (hostPtr == nullptr) return param_error("aclrtFreeHost", "hostPtr is null");
+  blocks().remove(hostPtr);
   std::free(hostPtr);
   return ACL_SUCCESS;
 }
@@ -111,6 +161,8 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, a
   if (count == 0) return ACL_SUCCESS;
   if (dst == nullptr || src == nullptr)
     return param_error("aclrtMemcpy", dst == nullptr ? "dst is null" : "src is null");
+  if (const aclError e = check_range("aclrtMemcpy", "dst", dst, count)) return e;
+  if (const aclError e = check_range("aclrtMemcpy", "src", src, count)) return e;
   std::memcpy(dst, src, count);
   return ACL_SUCCESS;
 }
@@ -121,6 +173,7 @@ aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count)
                        "count (" + std::to_string(count) + ") must be <= maxCount (" + std::to_string(maxCount) + ")");
   if (count == 0) return ACL_SUCCESS;
   if (devPtr == nullptr) return param_error("aclrtMemset", "devPtr is null");
+  if (const aclError e = check_range("aclrtMemset", "devPtr", devPtr, count)) return e;
   std::memset(devPtr, value, count);
   return ACL_SUCCESS;
 }

@@ -81,13 +81,16 @@ ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size);
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr);
 
 /** Copies `count` bytes (every kind is a host memcpy; regions must not overlap).
- *  Errors: ACL_ERROR_INVALID_PARAM for null pointers (count > 0), count > destMax, or an
- *  unknown kind. */
+ *  Errors: ACL_ERROR_INVALID_PARAM for null pointers (count > 0), count > destMax, an
+ *  unknown kind, or a dst or src range that starts inside a block from aclrtMalloc /
+ *  aclrtMallocHost and runs past its end (the message names the argument; memory fia did not
+ *  allocate is not checked). Nothing is copied on an error. */
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
                                          aclrtMemcpyKind kind);
 
 /** Sets `count` bytes to (unsigned char)value. Errors: ACL_ERROR_INVALID_PARAM for a null
- *  pointer (count > 0) or count > maxCount. */
+ *  pointer (count > 0), count > maxCount, or a range that runs past the end of the
+ *  aclrtMalloc / aclrtMallocHost block devPtr points into. */
 ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
 
 #ifdef __cplusplus
