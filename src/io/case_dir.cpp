@@ -161,7 +161,10 @@ Status parse_params(const std::string& json_text, FiaArgs* args) {
       if (!v.is_boolean()) return bad(key, "must be true or false, got " + v.dump());
       a.softmax_lse_flag = v.get<bool>();
     }
-    if (!known) return bad(key, "unknown parameter");
+    if (!known) {  // an empty key cannot name itself: the file is named instead
+      if (key.empty()) return bad("params.json", "unknown parameter \"\" (an empty key)");
+      return bad(key, "unknown parameter");
+    }
   }
   return Status::Ok();
 }

@@ -149,6 +149,7 @@ TEST(Params, RejectsNamingTheKey) {
       {R"([1, 2])", "params.json"},
       {R"({"num_heads": 1, "num_heads": 2})", "num_heads"},
       {R"({"num_heads": )", "params.json"},
+      {R"({"": 2})", "params.json"},  // found by fuzz_params: the error named no parameter
   };
   for (const auto& [text, name] : bad) {
     FiaArgs a;
