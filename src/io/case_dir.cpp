@@ -21,9 +21,9 @@ namespace fs = std::filesystem;
 Status bad(const std::string& name, const std::string& msg) { return {StatusCode::kInvalidArgument, name, msg}; }
 
 Status get_int(const json& v, const std::string& key, std::int64_t* out) {
-  if (!v.is_number_integer()) return bad(key, "must be an integer, got " + v.dump());
+  if (!v.is_number_integer()) return bad(key, "must be an integer, got " + json_excerpt(v));
   if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-    return bad(key, "must fit in int64, got " + v.dump());
+    return bad(key, "must fit in int64, got " + json_excerpt(v));
   *out = v.get<std::int64_t>();
   return Status::Ok();
 }
@@ -33,11 +33,11 @@ Status get_int_list(const json& v, const std::string& key, std::optional<std::ve
     out->reset();
     return Status::Ok();
   }
-  if (!v.is_array()) return bad(key, "must be a list of integers, got " + v.dump());
+  if (!v.is_array()) return bad(key, "must be a list of integers, got " + json_excerpt(v));
   std::vector<std::int64_t> r;
   for (const json& e : v) {
     std::int64_t x;
-    if (!get_int(e, key, &x).ok()) return bad(key, "must be a list of integers, got element " + e.dump());
+    if (!get_int(e, key, &x).ok()) return bad(key, "must be a list of integers, got element " + json_excerpt(e));
     r.push_back(x);
   }
   *out = std::move(r);
@@ -150,15 +150,15 @@ Status parse_params(const std::string& json_text, FiaArgs* args) {
     }
     if (key == "scale" || key == "scale_value") {
       known = true;
-      if (!v.is_number()) return bad(key, "must be a number, got " + v.dump());
+      if (!v.is_number()) return bad(key, "must be a number, got " + json_excerpt(v));
       a.scale = v.get<double>();
     } else if (key == "input_layout") {
       known = true;
-      if (!v.is_string()) return bad(key, "must be a string, got " + v.dump());
+      if (!v.is_string()) return bad(key, "must be a string, got " + json_excerpt(v));
       a.input_layout = v.get<std::string>();
     } else if (key == "softmax_lse_flag") {
       known = true;
-      if (!v.is_boolean()) return bad(key, "must be true or false, got " + v.dump());
+      if (!v.is_boolean()) return bad(key, "must be true or false, got " + json_excerpt(v));
       a.softmax_lse_flag = v.get<bool>();
     }
     if (!known) {  // an empty key cannot name itself: the file is named instead

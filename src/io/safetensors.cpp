@@ -39,6 +39,14 @@ nlohmann::json parse_json_object(const std::string& text, std::string* duplicate
   return json::parse(text, cb, /*allow_exceptions=*/false);
 }
 
+std::string json_excerpt(const nlohmann::json& value) {
+  const std::string n = std::to_string(value.size()), plural = value.size() == 1 ? "" : "s";
+  if (value.is_array()) return "a list of " + n + " element" + plural;
+  if (value.is_object()) return "an object with " + n + " key" + plural;
+  const std::string text = value.dump();
+  return text.size() > 60 ? text.substr(0, 60) + "..." : text;
+}
+
 bool read_file(const std::string& path, std::vector<unsigned char>* out) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return false;
@@ -83,7 +91,7 @@ Status parse_safetensors(const std::vector<unsigned char>& image, const std::str
       return bad(label, "tensor '" + name + "' needs dtype, shape and data_offsets");
     DType dtype;
     if (!e["dtype"].is_string() || !parse_dtype(e["dtype"].get<std::string>(), &dtype))
-      return bad(label, "tensor '" + name + "' has an unsupported dtype " + e["dtype"].dump());
+      return bad(label, "tensor '" + name + "' has an unsupported dtype " + json_excerpt(e["dtype"]));
     const json& shape = e["shape"];
     if (!shape.is_array() || shape.size() > 16) return bad(label, "tensor '" + name + "' has a malformed shape");
     std::vector<std::int64_t> dims;

@@ -41,6 +41,11 @@ Status write_safetensors(const std::string& path,
 /// when none). The result is discarded (is_discarded()) when the text is not JSON.
 nlohmann::json parse_json_object(const std::string& text, std::string* duplicate);
 
+/// A JSON value for an error message: a scalar as written (cut after 60 characters), a list or an
+/// object by its size only. (json::dump recurses once per nesting level: on a deeply nested
+/// value it overflowed the stack, found by fuzzing.)
+std::string json_excerpt(const nlohmann::json& value);
+
 /// Reads a whole regular file into memory; false when it is not one or cannot be read.
 bool read_file(const std::string& path, std::vector<unsigned char>* out);
 

@@ -102,6 +102,23 @@ TEST(Npy, ParsesAndRejects) {
   EXPECT_FALSE(parse_npy(npy("{'descr': '<f4', 'shape': (2,), }", 8), "q.npy", &t).ok());
 }
 
+// Found by fuzzing: error messages quoted the offending JSON value with json::dump, which recursed
+// once per nesting level and overflowed the stack (fia run crashed) on deeply nested values.
+TEST(Params, DeeplyNestedValuesAreRejectedWithShortMessages) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  FiaArgs a;
+  Status st = parse_params(R"({"num_heads": )" + deep + "}", &a);
+  EXPECT_EQ(st.parameter, "num_heads");
+  EXPECT_EQ(st.message, "must be an integer, got a list of 1 element");
+  st = parse_params(R"({"scale": ")" + std::string(1000, 'x') + R"("})", &a);
+  EXPECT_EQ(st.parameter, "scale");
+  EXPECT_LT(st.message.size(), 100u);
+  TensorFile f;
+  st = parse_safetensors(image_with_header(R"({"t":{"dtype":)" + deep + R"(,"shape":[1],"data_offsets":[0,2]}})", 2),
+                         "x", &f);
+  EXPECT_EQ(st.message, "tensor 't' has an unsupported dtype a list of 1 element");
+}
+
 // Found by fuzzing: the header was matched with std::regex, which recursed once per character and
 // overflowed the stack (fia run crashed) on long headers; a v1 header may hold 65535 bytes.
 TEST(Npy, LongHeadersParse) {
