@@ -163,7 +163,10 @@ Status parse_params(const std::string& json_text, FiaArgs* args) {
       if (!v.is_boolean()) return bad(key, "must be true or false, got " + json_brief(v));
       a.softmax_lse_flag = v.get<bool>();
     }
-    if (!known) return bad(detail::printable(key, 64), "unknown parameter");
+    if (!known) {  // an empty key cannot name itself: the file is named instead
+      if (key.empty()) return bad("params.json", "unknown parameter \"\" (an empty key)");
+      return bad(detail::printable(key, 64), "unknown parameter");
+    }
   }
   return Status::Ok();
 }

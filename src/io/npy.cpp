@@ -3,7 +3,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 #include "fia/io/safetensors.hpp"
 
@@ -27,6 +26,34 @@ bool descr_dtype(const std::string& d, DType* out) {
   return false;
 }
 
+constexpr const char* kSpace = " \t\n\r\f\v";
+
+/// Where the value of `'key':` starts in a header dict (spaces skipped), or npos.
+std::size_t value_of(const std::string& h, const std::string& key) {
+  const std::size_t k = h.find("'" + key + "'");
+  if (k == std::string::npos) return k;
+  const std::size_t colon = h.find_first_not_of(kSpace, k + key.size() + 2);
+  if (colon == std::string::npos || h[colon] != ':') return std::string::npos;
+  return h.find_first_not_of(kSpace, colon + 1);
+}
+
+/// Parses the inside of a shape tuple: "", "5,", "2, 3" (decimal dimensions of at most 12 digits,
+/// comma-separated, an optional trailing comma).
+bool parse_shape(const std::string& dims, std::vector<std::int64_t>* shape) {
+  std::size_t i = 0;
+  while ((i = dims.find_first_not_of(kSpace, i)) != std::string::npos) {
+    std::size_t end = i;
+    while (end < dims.size() && dims[end] >= '0' && dims[end] <= '9') ++end;
+    if (end == i || end - i > 12) return false;
+    shape->push_back(std::stoll(dims.substr(i, end - i)));
+    i = dims.find_first_not_of(kSpace, end);
+    if (i == std::string::npos) break;
+    if (dims[i] != ',') return false;
+    ++i;
+  }
+  return true;
+}
+
 }  // namespace
 
 Status parse_npy(const std::vector<unsigned char>& image, const std::string& label, OwnedTensor* out) {
@@ -48,27 +75,24 @@ Status parse_npy(const std::vector<unsigned char>& image, const std::string& lab
   const std::string h(reinterpret_cast<const char*>(image.data() + pos), header_len);
   pos += header_len;
 
-  std::smatch m;
-  static const std::regex descr_re(R"('descr'\s*:\s*'([^']*)')");
-  static const std::regex fortran_re(R"('fortran_order'\s*:\s*(True|False))");
-  static const std::regex shape_re(R"('shape'\s*:\s*\(([^)]*)\))");
-  if (!std::regex_search(h, m, descr_re)) return bad(label, "header has no 'descr'");
+  // A linear scan of the header dict: std::regex recursed once per character and overflowed the
+  // stack on long headers (a v1 header may hold 65535 bytes; found by fuzzing).
+  const std::size_t descr = value_of(h, "descr");
+  const std::size_t descr_end = descr == std::string::npos || h[descr] != '\'' ? descr : h.find('\'', descr + 1);
+  if (descr_end == std::string::npos) return bad(label, "header has no 'descr'");
+  const std::string descr_text = h.substr(descr + 1, descr_end - descr - 1);
   DType dtype;
-  if (!descr_dtype(m[1].str(), &dtype)) return bad(label, "unsupported dtype '" + m[1].str() + "'");
-  if (!std::regex_search(h, m, fortran_re)) return bad(label, "header has no 'fortran_order'");
-  if (m[1].str() == "True") return bad(label, "Fortran-order arrays are not supported");
-  if (!std::regex_search(h, m, shape_re)) return bad(label, "header has no 'shape'");
+  if (!descr_dtype(descr_text, &dtype)) return bad(label, "unsupported dtype '" + descr_text + "'");
+  const std::size_t fortran = value_of(h, "fortran_order");
+  if (fortran != std::string::npos && h.compare(fortran, 4, "True") == 0)
+    return bad(label, "Fortran-order arrays are not supported");
+  if (fortran == std::string::npos || h.compare(fortran, 5, "False") != 0) return bad(label, "header has no 'fortran_order'");
+  const std::size_t open = value_of(h, "shape");
+  const std::size_t close = open == std::string::npos ? open : h.find(')', open);
+  if (open == std::string::npos || h[open] != '(' || close == std::string::npos) return bad(label, "header has no 'shape'");
+  const std::string dims = h.substr(open + 1, close - open - 1);
   std::vector<std::int64_t> shape;
-  const std::string dims = m[1].str();
-  static const std::regex num_re(R"(\s*(\d+)\s*(,|$))");
-  std::size_t consumed = 0;
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num_re); it != std::sregex_iterator(); ++it) {
-    if (static_cast<std::size_t>(it->position()) != consumed) return bad(label, "malformed shape (" + dims + ")");
-    if ((*it)[1].length() > 12) return bad(label, "dimension too large in shape (" + dims + ")");
-    shape.push_back(std::stoll((*it)[1].str()));
-    consumed = it->position() + it->length();
-  }
-  if (dims.find_first_not_of(" ,", consumed) != std::string::npos) return bad(label, "malformed shape (" + dims + ")");
+  if (!parse_shape(dims, &shape)) return bad(label, "malformed shape (" + dims + ")");
   std::uint64_t numel = 1;
   for (auto d : shape) {
     if (d != 0 && numel > (std::uint64_t{1} << 46) / static_cast<std::uint64_t>(d)) return bad(label, "array too large");

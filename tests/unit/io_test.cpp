@@ -100,6 +100,22 @@ TEST(Npy, ParsesAndRejects) {
   EXPECT_FALSE(parse_npy(npy("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", 8), "q.npy", &t).ok());
   EXPECT_FALSE(parse_npy(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (x,), }", 4), "q.npy", &t).ok());
   EXPECT_FALSE(parse_npy({0x93, 'N', 'U'}, "q.npy", &t).ok());
+  EXPECT_FALSE(parse_npy(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,,), }", 8), "q.npy", &t).ok());
+  EXPECT_FALSE(parse_npy(npy("{'descr': '<f4', 'shape': (2,), }", 8), "q.npy", &t).ok());
+}
+
+
+// Found by fuzzing: the header was matched with std::regex, which recursed once per character and
+// overflowed the stack (fia run crashed) on long headers; a v1 header may hold 65535 bytes.
+TEST(Npy, LongHeadersParse) {
+  OwnedTensor t;
+  const std::string spaces(30000, ' ');
+  ASSERT_TRUE(parse_npy(npy("{'descr': '<f2', 'fortran_order': False, 'shape': (" + spaces + "2," + spaces + "), }", 4),
+                        "q.npy", &t).ok());
+  EXPECT_EQ(t.shape, (std::vector<std::int64_t>{2}));
+  const Status st = parse_npy(npy("{'descr': '" + std::string(60000, 'x') + "', 'fortran_order': False, 'shape': (), }", 4),
+                              "q.npy", &t);
+  EXPECT_FALSE(st.ok());
 }
 
 TEST(Npy, RoundTrip) {
@@ -152,6 +168,7 @@ TEST(Params, RejectsNamingTheKey) {
       {R"({"num_heads": 1, "num_heads": 2})", "num_heads"},
       {R"({"num_heads": )", "num_heads"},  // the text ends inside num_heads' value
       {R"({"num_heads": 1 "scale": 2})", "params.json"},
+      {R"({"": 2})", "params.json"},  // found by fuzz_params: the error named no parameter
   };
   for (const auto& [text, name] : bad) {
     FiaArgs a;
