@@ -9,6 +9,7 @@
 
 #include "args/layout.hpp"
 #include "args/tensor_slots.hpp"
+#include "check/criterion.hpp"
 
 namespace fia::fuzz {
 
@@ -119,7 +120,7 @@ std::int64_t element(ByteReader& r, std::int64_t n) { return (r.byte() | (r.byte
 
 bool Mutator::apply() {
   FiaArgs& a = call.args;
-  const std::int64_t op = r.below(extreme ? 18 : 16);
+  const std::int64_t op = r.below(extreme ? 19 : 16);
   switch (op) {
     case 0:
       a.num_heads = interesting(r);
@@ -242,12 +243,22 @@ bool Mutator::apply() {
       trace << " | " << t.name << "[" << i << "]=" << v;
       return false;
     }
-    default: {  // extreme: a whole row of pse_shift -inf
+    case 17: {  // extreme: a whole row of pse_shift -inf
       OwnedTensor* o = owner(call, a.pse_shift);
       if (o == nullptr || o->numel() == 0 || !is_float(o->dtype) || o->shape.empty()) return false;
       const std::int64_t cols = o->shape.back(), row = element(r, o->numel() / cols);
       for (std::int64_t j = 0; j < cols; ++j) put(*o, row * cols + j, -std::numeric_limits<double>::infinity());
       trace << " | pse_shift row " << row << " = -inf";
+      return false;
+    }
+    default: {  // extreme: NaN wherever the builder put its "never read" garbage (FIA-SPEC 25.1 #24)
+      for (OwnedTensor& t : call.storage) {
+        if (!is_float(t.dtype)) continue;
+        const std::vector<double> v = check::to_doubles(t);
+        for (std::size_t i = 0; i < v.size(); ++i)
+          if (v[i] == test::kGarbage) put(t, static_cast<std::int64_t>(i), std::nan(""));
+      }
+      trace << " | garbage := NaN";
       return false;
     }
   }
