@@ -22,8 +22,6 @@ using builder_internal::random_kv;
 
 namespace {
 
-constexpr float kGarbage = 900.0f;  // what FIA must never read: dominates any softmax it enters
-
 /// Garbage at logical element i: kGarbage for floats; the extreme integers, alternating, for
 /// int8 (127 / -128) and int4 (7 / -8).
 void set_garbage(OwnedTensor& t, std::int64_t i) {

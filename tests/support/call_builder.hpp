@@ -28,6 +28,10 @@ struct TestCall {
   TensorView keep(OwnedTensor t);
 };
 
+/// The float value build_call stores where FIA must never read (beyond lengths, padding, unused
+/// blocks): it dominates any softmax it enters.
+inline constexpr float kGarbage = 900.0f;
+
 enum class MaskKind { kNone, kFull, kCompressed };
 enum class KvStorage { kContiguous, kPaged, kTensorList };
 
