@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "io/npy.hpp"
+#include "fia/io/npy.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "io/case_dir.hpp"
+#include "fia/io/case_dir.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   fia::FiaArgs args;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "io/safetensors.hpp"
+#include "fia/io/safetensors.hpp"
 
 namespace {
 

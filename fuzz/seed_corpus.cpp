@@ -5,6 +5,7 @@
 //                         to kMaxAxis (same names, dtypes and ranks, small data)
 //   OUT_DIR/npy/          one .npy per (dtype, rank) pair met in those tensors
 // Names are the case folder's path below CASES_DIR with '/' as '-'.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "io/npy.hpp"
-#include "io/safetensors.hpp"
+#include "fia/io/npy.hpp"
+#include "fia/io/safetensors.hpp"
 
 namespace {
 
