@@ -113,8 +113,11 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
-/// Two bytes: an element index below n (n > 0).
-std::int64_t element(ByteReader& r, std::int64_t n) { return (r.byte() | (r.byte() << 8)) % n; }
+/// Two bytes, little-endian: an element index below n (n > 0).
+std::int64_t element(ByteReader& r, std::int64_t n) {
+  const std::int64_t low = r.byte();
+  return (low | (r.byte() << 8)) % n;
+}
 
 }  // namespace
 
