@@ -31,6 +31,17 @@ class Converter {
   Status status_;
 };
 
+/// The full-quant and post-quant tensors every operator takes (FIA-SPEC 13, 14), from a call
+/// record with the fields dequant_scale1, quant_scale1, dequant_scale2, quant_scale2, quant_offset2.
+template <class Call>
+void quant_tensors(Converter& cv, const Call& c, FiaArgs* a) {
+  cv.tensor(c.dequant_scale1, "dequant_scale1", &a->dequant_scale1);
+  cv.tensor(c.quant_scale1, "quant_scale1", &a->quant_scale1);
+  cv.tensor(c.dequant_scale2, "dequant_scale2", &a->dequant_scale2);
+  cv.tensor(c.quant_scale2, "quant_scale2", &a->quant_scale2);
+  cv.tensor(c.quant_offset2, "quant_offset2", &a->quant_offset2);
+}
+
 /// Phase 1 shared by every entry point: checks the out-pointers, the conversion status, the
 /// required query/key/value/attentionOut (161001) and the inputLayout string, plans `args`
 /// (strict when the environment has FIA_ACLNN_STRICT=1), checks attentionOut (and softmaxLse

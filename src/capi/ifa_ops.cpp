@@ -37,11 +37,7 @@ aclnnStatus plan_ifa(const EntryName& entry, const IfaCall& c, uint64_t* workspa
   cv.tensor(c.pse_shift, "pse_shift", &a.pse_shift);
   cv.tensor(c.atten_mask, "atten_mask", &a.atten_mask);
   a.actual_seq_lengths_kv = int_values(c.actual_seq_lengths);
-  cv.tensor(c.dequant_scale1, "dequant_scale1", &a.dequant_scale1);
-  cv.tensor(c.quant_scale1, "quant_scale1", &a.quant_scale1);
-  cv.tensor(c.dequant_scale2, "dequant_scale2", &a.dequant_scale2);
-  cv.tensor(c.quant_scale2, "quant_scale2", &a.quant_scale2);
-  cv.tensor(c.quant_offset2, "quant_offset2", &a.quant_offset2);
+  quant_tensors(cv, c, &a);
   cv.tensor(c.antiquant_scale, "antiquant_scale", &a.antiquant_scale);
   cv.tensor(c.antiquant_offset, "antiquant_offset", &a.antiquant_offset);
   cv.tensor(c.block_table, "block_table", &a.block_table);
