@@ -16,6 +16,7 @@
 #include "fia/args.hpp"
 #include "fia/export.hpp"
 #include "fia/half.hpp"
+#include "fia/merge.hpp"
 #include "fia/status.hpp"
 #include "fia/tensor.hpp"
 
