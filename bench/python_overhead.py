@@ -1,0 +1,70 @@
+"""Per-call overhead of fia's Python API over its C++ API, on the D1 workload (bench/shapes.json).
+
+    PYTHONPATH=build/python python3 bench/python_overhead.py [--rounds 7] [--calls 200]
+
+Both sides make the same complete call (validate, plan, allocate the outputs, compute): the C++
+side loops fia::fused_infer_attention_score in C++ (fia._C.Call.time_cpp_calls); the Python side
+calls fia.npu_fused_infer_attention_score with torch tensors (through torch.ops.fia) and with numpy
+arrays. Rounds are interleaved and the medians reported; the overhead is the difference of the
+per-call medians, in microseconds and as a fraction of the C++ call. A benchmark, not a test."""
+import argparse
+import json
+import pathlib
+import statistics
+import time
+
+import numpy as np
+import torch
+
+import fia
+from fia import _calls
+
+SHAPES = pathlib.Path(__file__).resolve().parent / "shapes.json"
+
+
+def d1_inputs():
+    shape = next(s for s in json.loads(SHAPES.read_text())["shapes"] if s["name"] == "D1")
+    g = torch.Generator().manual_seed(1)
+    tensors = {name: torch.randn(dims, generator=g).to(torch.float16) for name, (dtype, dims) in shape["tensors"].items()}
+    return tensors, shape["params"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=0)
+    args = parser.parse_args()
+    t, params = d1_inputs()
+    kwargs = dict(params, threads=args.threads)
+    q, k, v = t["query"], t["key"], t["value"]
+    qn, kn, vn = q.numpy(), k.numpy(), v.numpy()
+    call = _calls.plan("npu_fused_infer_attention_score", q, k, v, {**params}, threads=args.threads)
+
+    def python_torch():
+        fia.npu_fused_infer_attention_score(q, k, v, **kwargs)
+
+    def python_numpy():
+        fia.npu_fused_infer_attention_score(qn, kn, vn, **kwargs)
+
+    results = {"cpp": [], "torch": [], "numpy": []}
+    for _ in range(3):  # warm-up
+        python_torch(), python_numpy(), call.time_cpp_calls(3)
+    for _ in range(args.rounds):
+        results["cpp"].append(call.time_cpp_calls(args.calls) / args.calls)
+        for name, fn in (("torch", python_torch), ("numpy", python_numpy)):
+            start = time.perf_counter()
+            for _ in range(args.calls):
+                fn()
+            results[name].append((time.perf_counter() - start) / args.calls)
+    cpp = statistics.median(results["cpp"])
+    print(f"D1, {args.rounds} interleaved rounds of {args.calls} calls, medians (threads={args.threads or 'all'})")
+    print(f"  C++ fia::fused_infer_attention_score: {cpp * 1e6:9.1f} us/call")
+    for name in ("torch", "numpy"):
+        med = statistics.median(results[name])
+        print(f"  Python ({name:5s}):                    {med * 1e6:9.1f} us/call  overhead "
+              f"{(med - cpp) * 1e6:7.1f} us = {(med - cpp) / cpp:+.1%} of the C++ call")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Inputs and outputs of the fia functions: torch CPU tensors or numpy arrays, never copied.
+
+Inputs reach the C++ core through DLPack (torch) or DLPack / the buffer protocol (numpy); numpy
+arrays of ``ml_dtypes.bfloat16`` travel as uint16 views with the dtype name beside them. Outputs are
+allocated here, by the framework of the query, and filled in place by the core.
+"""
+import sys
+from typing import Any, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .errors import ArgumentTypeError, DtypeError, InvalidArgumentError
+
+try:  # bfloat16 for numpy users (optional)
+    import ml_dtypes
+
+    _NP_BF16: Optional[np.dtype] = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - exercised only without ml_dtypes
+    _NP_BF16 = None
+
+_NP_DTYPES = {
+    "F16": np.float16, "F32": np.float32, "F64": np.float64, "I8": np.int8, "U8": np.uint8,
+    "BOOL": np.bool_, "I32": np.int32, "I64": np.int64, "U64": np.uint64,
+}
+
+
+def torch_module() -> Any:
+    """torch when it has been imported by the process (fia never imports it for numpy users)."""
+    return sys.modules.get("torch")
+
+
+def is_torch_tensor(x: Any) -> bool:
+    torch = torch_module()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def as_input(x: Any, name: str) -> Any:
+    """An argument for the core: the array itself, or (uint16 view, "BF16") for numpy bfloat16."""
+    if x is None:
+        return None
+    if is_torch_tensor(x):
+        if x.device.type != "cpu":
+            raise InvalidArgumentError("invalid argument", name, f"a CPU tensor is expected, got a tensor on {x.device}")
+        return x.detach() if x.requires_grad else x
+    if isinstance(x, np.ndarray):
+        if _NP_BF16 is not None and x.dtype == _NP_BF16:
+            return (x.view(np.uint16), "BF16")
+        if x.dtype.byteorder == ">":
+            raise DtypeError("invalid argument", name, f"dtype must be native-endian, got {x.dtype}")
+        return x
+    if hasattr(x, "__dlpack__"):
+        return x
+    raise InvalidArgumentError("invalid argument", name,
+                               f"a CPU tensor or array is expected, got {type(x).__name__}")
+
+
+def as_input_list(x: Any, name: str) -> List[Any]:
+    """key / value: one tensor, or a list of B tensors of batch 1 (tensor list, FIA-SPEC 10)."""
+    if isinstance(x, (list, tuple)):
+        return [as_input(t, name) for t in x]
+    return [as_input(x, name)]
+
+
+def int_list(x: Any, name: str) -> Optional[List[int]]:
+    """actual_seq_lengths and friends: None, a sequence of ints, or a 1-D integer tensor/array."""
+    if x is None:
+        return None
+    if is_torch_tensor(x) or isinstance(x, np.ndarray):
+        if x.ndim != 1:
+            raise InvalidArgumentError("invalid argument", name, f"a list of ints is expected, got shape {tuple(x.shape)}")
+        x = x.tolist()
+    if not isinstance(x, (list, tuple)):
+        raise ArgumentTypeError("invalid argument", name, f"a list of ints is expected, got {type(x).__name__}")
+    for v in x:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ArgumentTypeError("invalid argument", name, f"a list of ints is expected, got the element {v!r}")
+    return [int(v) for v in x]
+
+
+def scalar(x: Any, kind: type, name: str) -> Any:
+    """An int, float, bool or str attribute as that Python type; numpy scalars are accepted."""
+    if kind is bool:
+        ok = isinstance(x, (bool, np.bool_))
+    elif kind is int:
+        ok = isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    elif kind is float:
+        ok = isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+    else:
+        ok = isinstance(x, kind)
+    if not ok:
+        raise ArgumentTypeError("invalid argument", name, f"{kind.__name__} is expected, got {x!r}")
+    return kind(x)
+
+
+def empty(like: Any, shape: Sequence[int], dtype: str) -> Tuple[Any, Any]:
+    """(array for the caller, argument for the core) of `shape` and dtype name, in `like`'s framework."""
+    if is_torch_tensor(like):
+        torch = torch_module()
+        out = torch.empty(tuple(shape), dtype=torch_dtype(dtype))
+        return out, out
+    if dtype == "BF16":
+        if _NP_BF16 is None:
+            raise DtypeError("invalid argument", "query", "numpy bfloat16 needs the ml_dtypes package")
+        out = np.empty(tuple(shape), dtype=_NP_BF16)
+        return out, (out.view(np.uint16), "BF16")
+    out = np.empty(tuple(shape), dtype=_NP_DTYPES[dtype])
+    return out, out
+
+
+def zero_lse(like: Any) -> Any:
+    """The [1] float32 zero softmax_lse returned when it is not requested (FIA-SPEC 2.1)."""
+    if is_torch_tensor(like):
+        return torch_module().zeros((1,), dtype=torch_module().float32)
+    return np.zeros((1,), dtype=np.float32)
+
+
+def torch_dtype(name: str) -> Any:
+    torch = torch_module()
+    return {
+        "F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32, "F64": torch.float64,
+        "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool, "I32": torch.int32, "I64": torch.int64,
+    }[name]
+
+
+def dtype_name(x: Any) -> str:
+    """fia's name of an array's element type ("F16", "BF16", "F32", ...); "?" when it has none."""
+    if is_torch_tensor(x):
+        torch = torch_module()
+        return {torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32", torch.float64: "F64",
+                torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL", torch.int32: "I32",
+                torch.int64: "I64"}.get(x.dtype, "?")
+    if _NP_BF16 is not None and x.dtype == _NP_BF16:
+        return "BF16"
+    for name, t in _NP_DTYPES.items():
+        if x.dtype == t:
+            return name
+    return "?"

@@ -1,0 +1,141 @@
+"""From torch_npu's arguments to one fia call (FIA-SPEC 2.1), and running it.
+
+Each torch_npu function names FIA's inputs its own way (``scale`` / ``softmax_scale`` /
+``scale_value``, ``dequant_scale_key`` for ``key_antiquant_scale``, ...). ``to_fia`` renames them
+onto the C++ ``fia::FiaArgs`` fields (the torch_npu v1 names) and applies each entry point's fixed
+choices, as torch_npu's op plugin does before calling aclnn; ``execute`` plans and runs the call.
+"""
+from typing import Any, Dict, Optional, Tuple
+
+from . import _C
+from . import _arrays
+from .errors import UnsupportedFeatureError, raise_from
+
+INT_MAX = 2147483647
+
+# FiaArgs tensor fields (the torch_npu v1 names); "key" and "value" are lists.
+TENSOR_FIELDS = (
+    "query", "key", "value", "pse_shift", "atten_mask", "dequant_scale1", "quant_scale1", "dequant_scale2",
+    "quant_scale2", "quant_offset2", "antiquant_scale", "antiquant_offset", "block_table", "query_padding_size",
+    "kv_padding_size", "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale",
+    "value_antiquant_offset", "key_shared_prefix", "value_shared_prefix", "query_rope", "key_rope",
+    "key_rope_antiquant_scale", "dequant_scale_query", "learnable_sink",
+)
+LIST_FIELDS = ("actual_seq_lengths", "actual_seq_lengths_kv", "actual_shared_prefix_len")
+
+# torch_npu name -> FiaArgs name, per function (names not listed are the same).
+RENAMES = {
+    "npu_fused_infer_attention_score": {},
+    "npu_fused_infer_attention_score_v2": {
+        "actual_seq_qlen": "actual_seq_lengths", "actual_seq_kvlen": "actual_seq_lengths_kv",
+        "dequant_scale_key": "key_antiquant_scale", "dequant_offset_key": "key_antiquant_offset",
+        "dequant_scale_value": "value_antiquant_scale", "dequant_offset_value": "value_antiquant_offset",
+        "dequant_scale_key_rope": "key_rope_antiquant_scale", "quant_scale_out": "quant_scale2",
+        "quant_offset_out": "quant_offset2", "num_query_heads": "num_heads", "softmax_scale": "scale",
+        "key_quant_mode": "key_antiquant_mode", "value_quant_mode": "value_antiquant_mode",
+        "return_softmax_lse": "softmax_lse_flag",
+    },
+    # IFA's actual_seq_lengths are the KV lengths (aclnnIncreFlashAttention).
+    "npu_incre_flash_attention": {"actual_seq_lengths": "actual_seq_lengths_kv", "scale_value": "scale"},
+    "npu_prompt_flash_attention": {"deq_scale1": "dequant_scale1", "deq_scale2": "dequant_scale2",
+                                   "scale_value": "scale"},
+}
+ENTRY_POINTS = {
+    "npu_fused_infer_attention_score": "fia", "npu_fused_infer_attention_score_v2": "fia",
+    "npu_incre_flash_attention": "ifa", "npu_prompt_flash_attention": "pfa",
+}
+# Arguments torch_npu accepts and does not pass on: IFA/PFA's padding_mask, v2's quant_scale_p
+# (reserved on Atlas A2/A3, where the V4 operator has no slot for it).
+IGNORED = {"padding_mask", "quant_scale_p"}
+# v2's dtype overrides: for FP8/HiFloat8 inputs of newer chips; fia has none.
+V2_DTYPE_OVERRIDES = (
+    "query_dtype", "key_dtype", "value_dtype", "query_rope_dtype", "key_rope_dtype", "key_shared_prefix_dtype",
+    "value_shared_prefix_dtype", "dequant_scale_query_dtype", "dequant_scale_key_dtype",
+    "dequant_scale_value_dtype", "dequant_scale_key_rope_dtype", "out_dtype",
+)
+
+
+# Attributes by torch_npu name (every function) and their Python types; every other keyword is a tensor.
+INT_LISTS = {"actual_seq_lengths", "actual_seq_lengths_kv", "actual_shared_prefix_len", "actual_seq_qlen",
+             "actual_seq_kvlen"}
+SCALARS = {
+    **{n: int for n in ("num_heads", "pre_tokens", "next_tokens", "num_key_value_heads", "sparse_mode",
+                        "inner_precise", "block_size", "antiquant_mode", "key_antiquant_mode", "value_antiquant_mode",
+                        "query_quant_mode", "num_query_heads", "key_quant_mode", "value_quant_mode", "threads")},
+    "scale": float, "softmax_scale": float, "scale_value": float, "input_layout": str, "backend": str,
+    "softmax_lse_flag": bool, "return_softmax_lse": bool, "strict": bool,
+}
+
+
+def normalize(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """kwargs with every attribute checked and made a plain Python value (ArgumentTypeError when
+    one has the wrong type): int lists as lists of int, numpy scalars as int / float / bool."""
+    out = {}
+    for name, v in kwargs.items():
+        if name in INT_LISTS:
+            v = _arrays.int_list(v, name)
+        elif name in SCALARS:
+            v = _arrays.scalar(v, SCALARS[name], name)
+        elif name in V2_DTYPE_OVERRIDES and v is not None:
+            v = _arrays.scalar(v, int, name)
+        out[name] = v
+    return out
+
+
+def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any]
+           ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(tensors, attrs) by FiaArgs name for a call of torch_npu `function` with normalized `kwargs`."""
+    renames = RENAMES[function]
+    tensors: Dict[str, Any] = {
+        "query": _arrays.as_input(query, "query"),
+        "key": _arrays.as_input_list(key, "key"),
+        "value": _arrays.as_input_list(value, "value"),
+    }
+    attrs: Dict[str, Any] = {}
+    for name, v in kwargs.items():
+        if name in IGNORED:
+            continue
+        if name in V2_DTYPE_OVERRIDES:
+            if v is not None:
+                raise UnsupportedFeatureError("unsupported", name,
+                                              "dtype overrides (FP8 / HiFloat8 inputs) are not supported, got " + repr(v))
+            continue
+        field = renames.get(name, name)
+        if field in TENSOR_FIELDS:
+            tensors[field] = _arrays.as_input(v, name)
+        else:
+            attrs[field] = v
+    if function == "npu_prompt_flash_attention":
+        # torch_npu: sparse_mode 10..14 selects high precision (inner_precise 0) for modes 0..4.
+        mode = attrs.get("sparse_mode", 0)
+        attrs["inner_precise"] = 0 if 10 <= mode <= 14 else 1
+        attrs["sparse_mode"] = mode - 10 if 10 <= mode <= 14 else mode
+    return tensors, attrs
+
+
+def execute(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any], backend: str = "default",
+            strict: bool = False, threads: int = 0) -> Tuple[Any, Any]:
+    """Plans and runs one call; returns (attention_out, softmax_lse) in the query's framework."""
+    tensors, attrs = to_fia(function, query, key, value, kwargs)
+    try:
+        call = _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads)
+        out, out_arg = _arrays.empty(query, call.out_shape, call.out_dtype)
+        if call.lse_flag:
+            lse, lse_arg = _arrays.empty(query, call.lse_shape, "F32")
+        else:
+            lse, lse_arg = _arrays.zero_lse(query), None
+        call.run(out_arg, lse_arg)
+    except _C.StatusError as err:
+        raise_from(err)
+    return out, lse
+
+
+def plan(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any], backend: str = "default",
+         strict: bool = False, threads: int = 0) -> Optional["_C.Call"]:
+    """The planned call itself (benchmarks); raises as execute() does."""
+    tensors, attrs = to_fia(function, query, key, value, kwargs)
+    try:
+        return _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads)
+    except _C.StatusError as err:
+        raise_from(err)
+    return None
