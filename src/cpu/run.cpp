@@ -146,13 +146,28 @@ tbb::task_arena& arena_for(int workers) {
   return *a;
 }
 
+/// The per-thread scratch of one call: `base` holds plan.threads slots. With one worker the call
+/// runs on the calling thread alone: a oneTBB arena always has at least two slots (one reserved for
+/// an external thread), so concurrent calls sharing the one-worker arena would otherwise see slot
+/// index 1 and write past a one-slot workspace.
+struct Slots {
+  float* base;
+  bool serial;
+};
+
 /// fn(i, scratch) for i in [begin, end), one index per task, on the arena's workers.
 template <class Fn>
-void parallel_each(const Problem& p, const CpuPlan& plan, float* base, std::int64_t begin, std::int64_t end, Fn fn) {
+void parallel_each(const Problem& p, const CpuPlan& plan, const Slots& slots, std::int64_t begin, std::int64_t end,
+                   Fn fn) {
+  if (slots.serial) {
+    const Scratch s = scratch_for(p, plan, slots.base, 0);
+    for (std::int64_t i = begin; i < end; ++i) fn(i, s);
+    return;
+  }
   tbb::parallel_for(
       tbb::blocked_range<std::int64_t>(begin, end, 1),
       [&](const tbb::blocked_range<std::int64_t>& r) {
-        const Scratch s = scratch_for(p, plan, base, tbb::this_task_arena::current_thread_index());
+        const Scratch s = scratch_for(p, plan, slots.base, tbb::this_task_arena::current_thread_index());
         for (std::int64_t i = r.begin(); i < r.end(); ++i) fn(i, s);
       },
       tbb::simple_partitioner());
@@ -162,8 +177,9 @@ void parallel_each(const Problem& p, const CpuPlan& plan, float* base, std::int6
 /// wv after phase A, with s.m the exact row max of the chunk's group; scores of groups too large
 /// to store are recomputed first.
 template <class Fn>
-void each_chunk_after_phase_a(const Problem& p, const CpuPlan& plan, float* base, float* wave, const Wave& wv, Fn fn) {
-  parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
+void each_chunk_after_phase_a(const Problem& p, const CpuPlan& plan, const Slots& slots, float* wave, const Wave& wv,
+                              Fn fn) {
+  parallel_each(p, plan, slots, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
     const WorkItem& ch = plan.chunks[w];
     const SplitGroup& g = plan.splits[ch.split];
     const GroupStore st = store_of(p, g, wave);
@@ -181,10 +197,11 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
   auto* base = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(workspace) + 63) & ~std::uintptr_t{63});
   float* wave = base + plan.floats_per_thread * static_cast<std::size_t>(plan.threads);
   const int workers = std::clamp(threads, 1, plan.threads);
+  const Slots slots{base, workers == 1};
   const auto n_items = static_cast<std::int64_t>(plan.items.size());
   const std::int64_t vd = p.v_dim;
   auto body = [&] {
-    parallel_each(p, plan, base, 0, n_items, [&](std::int64_t w, const Scratch& s) {
+    parallel_each(p, plan, slots, 0, n_items, [&](std::int64_t w, const Scratch& s) {
       const WorkItem& it = plan.items[w];
       const ScoreView sv = score_view(it, s.scores, it.col_end - it.col_begin);
       item_scores(p, plan, it, s.tiles, sv, s.m);
@@ -193,7 +210,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
     });
     for (const Wave& wv : plan.waves) {
       // Phase A of every chunk: its scores (kept only when the group is stored) and row max.
-      parallel_each(p, plan, base, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
+      parallel_each(p, plan, slots, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
         const WorkItem& ch = plan.chunks[w];
         const SplitGroup& g = plan.splits[ch.split];
         const GroupStore st = store_of(p, g, wave);
@@ -201,11 +218,11 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
       });
       // IncreFlashAttention normalises P before rounding it (25.3): the row sums come first.
       if (p.p_rule.kind == PRule::Kind::kNormalizeFirst)
-        each_chunk_after_phase_a(p, plan, base, wave, wv,
+        each_chunk_after_phase_a(p, plan, slots, wave, wv,
                                  [&](const WorkItem& ch, const SplitGroup&, const GroupStore& st, ScoreView sv,
                                      const Scratch& s) { item_exp_sums(ch, sv, s.m, st.sum(ch.chunk)); });
       // Phase B of every chunk, with the exact max over the whole row.
-      each_chunk_after_phase_a(p, plan, base, wave, wv,
+      each_chunk_after_phase_a(p, plan, slots, wave, wv,
                                [&](const WorkItem& ch, const SplitGroup& g, const GroupStore& st, ScoreView sv,
                                    const Scratch& s) {
         // The row sums of kNormalizeFirst are in place already (and read by the other chunks).
@@ -213,7 +230,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
         item_accumulate(p, plan, ch, s.tiles, sv, row_stats(p, ch, s, &st, g.chunks), l, st.acc(ch.chunk));
       });
       // Merge the chunks of each group in chunk order, then normalise.
-      parallel_each(p, plan, base, wv.group_begin, wv.group_end, [&](std::int64_t gi, const Scratch& s) {
+      parallel_each(p, plan, slots, wv.group_begin, wv.group_end, [&](std::int64_t gi, const Scratch& s) {
         const SplitGroup& g = plan.splits[gi];
         const GroupStore st = store_of(p, g, wave);
         group_max(st, g.chunks, s.m);
@@ -228,7 +245,10 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
       });
     }
   };
-  arena_for(workers).execute(body);
+  if (slots.serial)
+    body();
+  else
+    arena_for(workers).execute(body);
 }
 
 }  // namespace fia::detail

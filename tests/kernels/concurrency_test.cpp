@@ -2,6 +2,7 @@
 // gives the bits of a lone run (fia.hpp, "Thread safety").
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -11,15 +12,20 @@
 namespace fia::test {
 namespace {
 
-/// Runs `plan` once into fresh outputs and a fresh workspace.
+/// Runs `plan` once into fresh outputs and a fresh workspace, followed by guard bytes that must
+/// stay untouched (a run writing past plan.workspace_bytes() fails the test).
 Outputs run_once(const Plan& plan) {
   Outputs o;
   o.attention_out = OwnedTensor(plan.attention_out_dtype(), plan.attention_out_shape());
   o.softmax_lse = OwnedTensor(DType::F32, plan.softmax_lse_shape());
-  std::vector<std::byte> workspace(plan.workspace_bytes());
+  constexpr std::size_t kGuard = 4096;
+  std::vector<std::byte> workspace(plan.workspace_bytes() + kGuard, std::byte{0xA5});
   const Status st = run(plan, o.attention_out.mutable_view(), o.softmax_lse.mutable_view(), workspace.data(),
-                        workspace.size());
+                        plan.workspace_bytes());
   EXPECT_TRUE(st.ok()) << st.to_string();
+  const auto guard_intact = std::all_of(workspace.end() - kGuard, workspace.end(),
+                                        [](std::byte b) { return b == std::byte{0xA5}; });
+  EXPECT_TRUE(guard_intact) << "the run wrote past its workspace";
   return o;
 }
 
@@ -51,10 +57,15 @@ CallSpec causal_prefill() {  // many work items over the worker threads
   return s;
 }
 
-TEST(ConcurrentRuns, OnePlanFromSeveralThreadsGivesTheLoneRunsBits) {
+class ConcurrentRuns : public ::testing::TestWithParam<int> {};
+
+TEST_P(ConcurrentRuns, OnePlanFromSeveralThreadsGivesTheLoneRunsBits) {
   // Two plans of one shape with different inputs, each run by two threads at once (one through
   // the object, one through a copy: copies share the state), three times each: any state shared
-  // between concurrent runs would mix the two calls' values.
+  // between concurrent runs would mix the two calls' values. With one worker per call, the calls
+  // share a oneTBB arena whose slot count (two) exceeds the call's scratch (one slot): each call
+  // must keep to its own.
+  const int workers = GetParam();
   constexpr int kThreads = 4, kRunsEach = 3;
   for (const auto& [name, spec, backend] : {std::tuple{"split decode", split_decode(), Backend::kCpu},
                                             std::tuple{"causal prefill", causal_prefill(), Backend::kCpu},
@@ -62,13 +73,13 @@ TEST(ConcurrentRuns, OnePlanFromSeveralThreadsGivesTheLoneRunsBits) {
     const TestCall calls[2] = {build_call(spec, 17), build_call(spec, 18)};
     Options options;
     options.backend = backend;
-    options.threads = 2;
+    options.threads = workers;
     Plan plans[2];
     Outputs lone[2];
     for (int i = 0; i < 2; ++i) {
       ASSERT_TRUE(fia::plan(calls[i].args, options, &plans[i]).ok()) << name;
       if (backend == Backend::kCpu) {
-        ASSERT_EQ(plans[i].state().cpu.threads, 2) << name << ": the calls must be large enough for two workers";
+        ASSERT_EQ(plans[i].state().cpu.threads, workers) << name << ": the calls must be large enough for two workers";
         ASSERT_EQ(plans[i].state().cpu.splits.empty(), name != std::string("split decode")) << name;
       }
       lone[i] = run_once(plans[i]);
@@ -94,6 +105,9 @@ TEST(ConcurrentRuns, OnePlanFromSeveralThreadsGivesTheLoneRunsBits) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Workers, ConcurrentRuns, ::testing::Values(1, 2),
+                         [](const ::testing::TestParamInfo<int>& info) { return std::to_string(info.param); });
 
 }  // namespace
 }  // namespace fia::test
