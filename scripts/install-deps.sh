@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs fia's build and test dependencies from Debian packages (Debian 12 "bookworm").
 set -euo pipefail
-# clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes): the fuzzers of scripts/fuzz.sh.
+# clang and libclang-rt-dev (libFuzzer and the sanitizer runtimes): the fuzzers of scripts/fuzz.sh;
+# python3-dev/-venv/-pip: the Python package (docs/python.md).
 packages=(g++ cmake ninja-build libtbb-dev nlohmann-json3-dev libcli11-dev libhwy-dev libgtest-dev libgmock-dev
-          libbenchmark-dev pkg-config clang libclang-rt-dev)
+          libbenchmark-dev pkg-config clang libclang-rt-dev python3-dev python3-venv python3-pip)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -12,3 +13,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
+# The Python package's build and tests (python/requirements-test.txt: nanobind, scikit-build-core,
+# numpy, ml_dtypes, torch, safetensors, pytest), for the Python 3 on PATH.
+requirements="$(dirname "$0")/../python/requirements-test.txt"
+python3 -m pip install -q -r "$requirements" 2>/dev/null ||
+  python3 -m pip install -q --break-system-packages -r "$requirements"

@@ -5,11 +5,12 @@ Each torch_npu function names FIA's inputs its own way (``scale`` / ``softmax_sc
 onto the C++ ``fia::FiaArgs`` fields (the torch_npu v1 names) and applies each entry point's fixed
 choices, as torch_npu's op plugin does before calling aclnn; ``execute`` plans and runs the call.
 """
+import re
 from typing import Any, Dict, Optional, Tuple
 
 from . import _C
 from . import _arrays
-from .errors import UnsupportedFeatureError, raise_from
+from .errors import UnsupportedFeatureError, from_status
 
 INT_MAX = 2147483647
 
@@ -126,7 +127,7 @@ def execute(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, A
             lse, lse_arg = _arrays.zero_lse(query), None
         call.run(out_arg, lse_arg)
     except _C.StatusError as err:
-        raise_from(err)
+        raise_as_called(function, err)
     return out, lse
 
 
@@ -137,5 +138,20 @@ def plan(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any]
     try:
         return _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads)
     except _C.StatusError as err:
-        raise_from(err)
+        raise_as_called(function, err)
     return None
+
+
+def raise_as_called(function: str, err: "_C.StatusError") -> None:
+    """Raises the library's error with the parameter named as `function` names it (v2's
+    num_query_heads, IFA's actual_seq_lengths, PFA's deq_scale1, ...), in the message too."""
+    code, parameter, message = err.args
+    inverse = {fia_name: name for name, fia_name in RENAMES[function].items()}
+    if inverse:
+        # only the names with an underscore: a bare "scale" is also an English word in messages
+        words = [w for w in inverse if "_" in w]
+        if words:
+            pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(words, key=len, reverse=True))) + r")\b")
+            message = pattern.sub(lambda m: inverse[m.group(1)], message)
+        parameter = inverse.get(parameter, parameter)
+    raise from_status(code, parameter, message) from None

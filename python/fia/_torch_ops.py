@@ -69,13 +69,20 @@ def _returns(function: str, out: Any, lse: Any) -> Any:
 
 
 def _register(function: str) -> None:
+    _LIB.define(function + SCHEMAS[function])
+    # The dispatcher passes a kernel only the keyword arguments that differ from the schema's
+    # defaults: put torch_npu's defaults back (PFA's next_tokens=0 is not the library's default).
+    schema = getattr(torch.ops.fia, function).default._schema
+    defaults = {a.name: a.default_value for a in schema.arguments
+                if a.kwarg_only and a.has_default_value() and a.name not in ("backend", "strict", "threads")}
+
     def impl(query, key, value, *, backend="default", strict=False, threads=0, **kwargs):
-        out, lse = _calls.execute(function, query, key, value, kwargs, backend, strict, threads)
+        out, lse = _calls.execute(function, query, key, value, {**defaults, **kwargs}, backend, strict, threads)
         return _returns(function, out, lse)
 
     def fake(query, key, value, *, backend="default", strict=False, threads=0, **kwargs):
         renames = _calls.RENAMES[function]
-        named = {renames.get(k, k): v for k, v in kwargs.items()}
+        named = {renames.get(k, k): v for k, v in {**defaults, **kwargs}.items()}
         if function == "npu_prompt_flash_attention":
             named.pop("sparse_mode", None)
         rope = named.get("query_rope")
@@ -90,7 +97,6 @@ def _register(function: str) -> None:
             lse = query.new_empty(lse_shape, dtype=torch.float32)
         return _returns(function, out, lse)
 
-    _LIB.define(function + SCHEMAS[function])
     _LIB.impl(function, impl, "CPU")
     torch.library.register_fake("fia::" + function, fake, lib=_LIB)
 
