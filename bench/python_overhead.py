@@ -5,8 +5,8 @@
 Both sides make the same complete call (validate, plan, allocate the outputs, compute): the C++
 side loops fia::fused_infer_attention_score in C++ (fia._C.Call.time_cpp_calls); the Python side
 calls fia.npu_fused_infer_attention_score with torch tensors (through torch.ops.fia) and with numpy
-arrays. Rounds are interleaved and the medians reported; the overhead is the difference of the
-per-call medians, in microseconds and as a fraction of the C++ call. A benchmark, not a test."""
+arrays. The three alternate call by call; the overhead is the difference of the medians over the
+rounds, in microseconds and as a fraction of the C++ call. A benchmark, not a test."""
 import argparse
 import json
 import pathlib
@@ -47,20 +47,26 @@ def main():
     def python_numpy():
         fia.npu_fused_infer_attention_score(qn, kn, vn, **kwargs)
 
-    results = {"cpp": [], "torch": [], "numpy": []}
+    calls = {"torch": python_torch, "numpy": python_numpy}
     for _ in range(3):  # warm-up
         python_torch(), python_numpy(), call.time_cpp_calls(3)
+    # Call by call, C++ and Python alternate, so that the machine's drift (other processes, clock
+    # changes) falls on both sides alike; the medians of per-round means are reported.
+    results = {"cpp": [], "torch": [], "numpy": []}
     for _ in range(args.rounds):
-        results["cpp"].append(call.time_cpp_calls(args.calls) / args.calls)
-        for name, fn in (("torch", python_torch), ("numpy", python_numpy)):
-            start = time.perf_counter()
-            for _ in range(args.calls):
+        spent = dict.fromkeys(results, 0.0)
+        for _ in range(args.calls):
+            spent["cpp"] += call.time_cpp_calls(1)
+            for name, fn in calls.items():
+                start = time.perf_counter()
                 fn()
-            results[name].append((time.perf_counter() - start) / args.calls)
+                spent[name] += time.perf_counter() - start
+        for name in results:
+            results[name].append(spent[name] / args.calls)
     cpp = statistics.median(results["cpp"])
-    print(f"D1, {args.rounds} interleaved rounds of {args.calls} calls, medians (threads={args.threads or 'all'})")
+    print(f"D1, {args.rounds} rounds of {args.calls} alternating calls, medians (threads={args.threads or 'all'})")
     print(f"  C++ fia::fused_infer_attention_score: {cpp * 1e6:9.1f} us/call")
-    for name in ("torch", "numpy"):
+    for name in calls:
         med = statistics.median(results[name])
         print(f"  Python ({name:5s}):                    {med * 1e6:9.1f} us/call  overhead "
               f"{(med - cpp) * 1e6:7.1f} us = {(med - cpp) / cpp:+.1%} of the C++ call")

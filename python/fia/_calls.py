@@ -15,13 +15,13 @@ from .errors import UnsupportedFeatureError, from_status
 INT_MAX = 2147483647
 
 # FiaArgs tensor fields (the torch_npu v1 names); "key" and "value" are lists.
-TENSOR_FIELDS = (
+TENSOR_FIELDS = frozenset((
     "query", "key", "value", "pse_shift", "atten_mask", "dequant_scale1", "quant_scale1", "dequant_scale2",
     "quant_scale2", "quant_offset2", "antiquant_scale", "antiquant_offset", "block_table", "query_padding_size",
     "kv_padding_size", "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale",
     "value_antiquant_offset", "key_shared_prefix", "value_shared_prefix", "query_rope", "key_rope",
     "key_rope_antiquant_scale", "dequant_scale_query", "learnable_sink",
-)
+))
 LIST_FIELDS = ("actual_seq_lengths", "actual_seq_lengths_kv", "actual_shared_prefix_len")
 
 # torch_npu name -> FiaArgs name, per function (names not listed are the same).
@@ -49,11 +49,11 @@ ENTRY_POINTS = {
 # (reserved on Atlas A2/A3, where the V4 operator has no slot for it).
 IGNORED = {"padding_mask", "quant_scale_p"}
 # v2's dtype overrides: for FP8/HiFloat8 inputs of newer chips; fia has none.
-V2_DTYPE_OVERRIDES = (
+V2_DTYPE_OVERRIDES = frozenset((
     "query_dtype", "key_dtype", "value_dtype", "query_rope_dtype", "key_rope_dtype", "key_shared_prefix_dtype",
     "value_shared_prefix_dtype", "dequant_scale_query_dtype", "dequant_scale_key_dtype",
     "dequant_scale_value_dtype", "dequant_scale_key_rope_dtype", "out_dtype",
-)
+))
 
 
 # Attributes by torch_npu name (every function) and their Python types; every other keyword is a tensor.
@@ -73,14 +73,22 @@ def normalize(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     one has the wrong type): int lists as lists of int, numpy scalars as int / float / bool."""
     out = {}
     for name, v in kwargs.items():
-        if name in INT_LISTS:
-            v = _arrays.int_list(v, name)
-        elif name in SCALARS:
+        if name in SCALARS:
             v = _arrays.scalar(v, SCALARS[name], name)
-        elif name in V2_DTYPE_OVERRIDES and v is not None:
+        elif v is None:  # an absent optional input
+            pass
+        elif name in INT_LISTS:
+            v = _arrays.int_list(v, name)
+        elif name in V2_DTYPE_OVERRIDES:
             v = _arrays.scalar(v, int, name)
         out[name] = v
     return out
+
+
+def normalize_extras(backend: Any, strict: Any, threads: Any) -> Dict[str, Any]:
+    """The keyword-only extras of every function, checked as normalize() checks attributes."""
+    return {"backend": _arrays.scalar(backend, str, "backend"), "strict": _arrays.scalar(strict, bool, "strict"),
+            "threads": _arrays.scalar(threads, int, "threads")}
 
 
 def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any]
@@ -94,13 +102,11 @@ def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, An
     }
     attrs: Dict[str, Any] = {}
     for name, v in kwargs.items():
-        if name in IGNORED:
+        if v is None or name in IGNORED:  # absent inputs stay absent
             continue
         if name in V2_DTYPE_OVERRIDES:
-            if v is not None:
-                raise UnsupportedFeatureError("unsupported", name,
-                                              "dtype overrides (FP8 / HiFloat8 inputs) are not supported, got " + repr(v))
-            continue
+            raise UnsupportedFeatureError("unsupported", name,
+                                          "dtype overrides (FP8 / HiFloat8 inputs) are not supported, got " + repr(v))
         field = renames.get(name, name)
         if field in TENSOR_FIELDS:
             tensors[field] = _arrays.as_input(v, name)

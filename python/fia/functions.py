@@ -32,13 +32,23 @@ Array = Any  # a torch.Tensor or numpy.ndarray
 IntList = Optional[Sequence[int]]
 
 
+def _traced(query: Any) -> bool:
+    """True when torch may be recording the call (torch.compile, torch.export, make_fx, a
+    TorchFunctionMode or TorchDispatchMode, tensor subclasses such as FakeTensor): then the call
+    must go through the dispatcher as torch.ops.fia.<name>. Plain eager calls skip it, which saves
+    the dispatcher's tens of microseconds per call (bench/python_overhead.py)."""
+    return (type(query) is not torch.Tensor or torch.compiler.is_compiling()
+            or torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_torch_function_mode_enabled())
+
+
 def _dispatch(function: str, query: Array, key: Any, value: Any, kwargs: dict, backend: str, strict: bool,
               threads: int) -> Any:
-    """torch tensors: the custom op torch.ops.fia.<function>; numpy arrays: the core directly.
-    Returns what torch_npu returns: (attention_out, softmax_lse) for FIA, attention_out for IFA/PFA."""
+    """Traced torch calls: the custom op torch.ops.fia.<function>; eager torch calls and numpy
+    arrays: the core directly (the op's own kernel does the same). Returns what torch_npu returns:
+    (attention_out, softmax_lse) for FIA, attention_out for IFA/PFA."""
     kwargs = _calls.normalize(kwargs)
-    extras = _calls.normalize({"backend": backend, "strict": strict, "threads": threads})
-    if torch is not None and isinstance(query, torch.Tensor):
+    extras = _calls.normalize_extras(backend, strict, threads)
+    if torch is not None and isinstance(query, torch.Tensor) and _traced(query):
         keys = list(key) if isinstance(key, (list, tuple)) else [key]
         values = list(value) if isinstance(value, (list, tuple)) else [value]
         op = getattr(torch.ops.fia, function)
