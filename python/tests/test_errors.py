@@ -236,3 +236,16 @@ def test_merge_errors_name_parameter():
     lse = torch.zeros(1, 2, 3, 1)
     raises(ValueError, fia.InvalidArgumentError, "input_layout",
            lambda: fia.merge_attention_states(out.numpy(), lse.numpy(), out.numpy(), lse.numpy(), "XYZ"))
+
+
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+@pytest.mark.parametrize("name,value", [("num_heads", "4"), ("num_heads", None), ("num_heads", 4.0),
+                                        ("softmax_lse_flag", 1), ("scale", "0.1"),
+                                        ("actual_seq_lengths_kv", [2.5, 3]), ("actual_seq_lengths_kv", 16)])
+def test_attributes_of_the_wrong_python_type(framework, name, value):
+    """ArgumentTypeError (a TypeError) names the attribute, on both paths, before anything runs."""
+    q, k, v = qkv()
+    if framework == "numpy":
+        q, k, v = q.numpy(), k.numpy(), v.numpy()
+    kwargs = {"num_heads": 4, "input_layout": "BNSD", name: value}
+    raises(TypeError, fia.ArgumentTypeError, name, lambda: fia.npu_fused_infer_attention_score(q, k, v, **kwargs))
