@@ -11,6 +11,7 @@
 
 #include "args/layout.hpp"
 #include "numeric/half.hpp"
+#include "validate/check_view.hpp"
 #include "validate/context.hpp"
 
 namespace fia {
@@ -18,37 +19,12 @@ namespace fia {
 namespace {
 
 using detail::cat;
+using detail::check_view;
 using detail::invalid;
 using detail::Layout;
 using detail::shape_str;
 
-constexpr std::size_t kMaxRank = 8;
-constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
-
 std::string dname(DType t) { return std::string(dtype_name(t)); }
-
-/// A view must describe a real array: sane rank, non-negative dims, a size that fits, strides of
-/// the right count, data unless it is empty, and a unit innermost stride.
-template <class View>
-Status check_view(const char* name, const View& t) {
-  if (!t.present()) return detail::null_argument(name, "required, got an absent view");
-  if (t.rank() > kMaxRank) return invalid(name, cat("rank must be <= ", kMaxRank, ", got ", t.rank()));
-  if (!t.strides.empty() && t.strides.size() != t.rank())
-    return invalid(name, cat("strides must have one entry per axis (", t.rank(), "), got ", t.strides.size()));
-  std::int64_t numel = 1, nonzero = 1;
-  for (auto d : t.shape) {
-    if (d < 0) return invalid(name, cat("dimensions must be >= 0, got shape ", shape_str(t.shape)));
-    if (d != 0 && nonzero > kMaxElements / d)
-      return invalid(name, cat("too many elements, got shape ", shape_str(t.shape)));
-    if (d != 0) nonzero *= d;
-    numel *= d;
-  }
-  if (numel > 0 && t.data == nullptr)
-    return detail::null_argument(name, cat("data must not be null for shape ", shape_str(t.shape), ", got null"));
-  if (numel > 0 && t.rank() > 0 && t.shape.back() > 1 && t.stride(t.rank() - 1) != 1)
-    return detail::unsupported(name, cat("the innermost axis must have stride 1, got stride ", t.stride(t.rank() - 1)));
-  return Status::Ok();
-}
 
 /// The dtype and shape `what` asks for, then a sound view.
 template <class View>
