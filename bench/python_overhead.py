@@ -50,21 +50,25 @@ def main():
     calls = {"torch": python_torch, "numpy": python_numpy}
     for _ in range(3):  # warm-up
         python_torch(), python_numpy(), call.time_cpp_calls(3)
-    # Call by call, C++ and Python alternate, so that the machine's drift (other processes, clock
-    # changes) falls on both sides alike; the medians of per-round means are reported.
+    # Call by call, C++ and Python alternate, in a rotating order, so that the machine's drift
+    # (other processes, clock changes) and the cost of following another kind of call fall on every
+    # side alike; the medians of per-round means are reported.
     results = {"cpp": [], "torch": [], "numpy": []}
+    order = ["cpp", *calls]
     for _ in range(args.rounds):
         spent = dict.fromkeys(results, 0.0)
-        for _ in range(args.calls):
-            spent["cpp"] += call.time_cpp_calls(1)
-            for name, fn in calls.items():
+        for i in range(args.calls):
+            for name in order[i % 3:] + order[:i % 3]:
+                if name == "cpp":
+                    spent[name] += call.time_cpp_calls(1)
+                    continue
                 start = time.perf_counter()
-                fn()
+                calls[name]()
                 spent[name] += time.perf_counter() - start
         for name in results:
             results[name].append(spent[name] / args.calls)
     cpp = statistics.median(results["cpp"])
-    print(f"D1, {args.rounds} rounds of {args.calls} alternating calls, medians (threads={args.threads or 'all'})")
+    print(f"D1, {args.rounds} rounds of {args.calls} calls of each kind, rotating, medians (threads={args.threads or 'all'})")
     print(f"  C++ fia::fused_infer_attention_score: {cpp * 1e6:9.1f} us/call")
     for name in calls:
         med = statistics.median(results[name])
