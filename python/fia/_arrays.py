@@ -46,6 +46,11 @@ def as_input(x: Any, name: str) -> Any:
     if x is None:
         return None
     if is_torch_tensor(x):
+        if x.dtype is not _TORCH.bfloat16 and type(x) is _TORCH.Tensor:
+            try:  # the common case first: a plain CPU tensor without grad
+                return x.numpy()
+            except (TypeError, RuntimeError):
+                pass
         if x.device.type != "cpu":
             raise InvalidArgumentError("invalid argument", name, f"a CPU tensor is expected, got a tensor on {x.device}")
         return torch_view(x.detach() if x.requires_grad else x, name)
@@ -117,8 +122,10 @@ def scalar(x: Any, kind: type, name: str) -> Any:
 def empty(like: Any, shape: Sequence[int], dtype: str) -> Tuple[Any, Any]:
     """(array for the caller, argument for the core) of `shape` and dtype name, in `like`'s framework."""
     if is_torch_tensor(like):
-        torch = torch_module()
-        out = torch.empty(tuple(shape), dtype=torch_dtype(dtype))
+        if dtype != "BF16":  # numpy memory under a torch tensor: lighter than torch.empty
+            arr = np.empty(tuple(shape), dtype=_NP_DTYPES[dtype])
+            return _TORCH.from_numpy(arr), arr
+        out = _TORCH.empty(tuple(shape), dtype=_TORCH.bfloat16)
         return out, torch_view(out, "attention_out")
     if dtype == "BF16":
         if _NP_BF16 is None:
@@ -132,7 +139,7 @@ def empty(like: Any, shape: Sequence[int], dtype: str) -> Tuple[Any, Any]:
 def zero_lse(like: Any) -> Any:
     """The [1] float32 zero softmax_lse returned when it is not requested (FIA-SPEC 2.1)."""
     if is_torch_tensor(like):
-        return torch_module().zeros((1,), dtype=torch_module().float32)
+        return _TORCH.from_numpy(np.zeros((1,), dtype=np.float32))
     return np.zeros((1,), dtype=np.float32)
 
 
