@@ -93,6 +93,17 @@ enum class Backend {
   kReference,  ///< float64 transcription of FIA-SPEC 1 and 5
 };
 
+/// Which formula quantizes the attention output to int8 when quant_scale2 is given (FIA-SPEC 14.1).
+enum class PostQuantRounding {
+  /// The NPU kernel's (25.1 #3, the default): y = O * scale + offset in float32, rounded to fp16
+  /// with ties away from zero, then to an integer with ties away from zero, saturated to int8.
+  kDevice,
+  /// The vendor's test golden: fp16 (round to nearest even) after each of O, O * scale and
+  /// + offset, clamped to [-256, 255], rounded half to even, saturated. Differs from kDevice by 1
+  /// at exact .5 ties and through fp16 double rounding; use it to compare with golden outputs.
+  kGolden,
+};
+
 /// How a call is validated and run.
 struct Options {
   /// Also enforce the Ascend hardware limits (FIA-SPEC 25.2), to learn what an NPU would reject.
@@ -101,6 +112,8 @@ struct Options {
   /// Worker threads for the cpu backend; 0 = FIA_NUM_THREADS, else OMP_NUM_THREADS, else all the
   /// CPUs the process may use. Results do not depend on it.
   int threads = 0;
+  /// The post-quantization formula (FIA-SPEC 14.1); only used when quant_scale2 is given.
+  PostQuantRounding post_quant_rounding = PostQuantRounding::kDevice;
 };
 
 }  // namespace fia

@@ -85,10 +85,11 @@ def normalize(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def normalize_extras(backend: Any, strict: Any, threads: Any) -> Dict[str, Any]:
+def normalize_extras(backend: Any, strict: Any, threads: Any, post_quant_rounding: Any) -> Dict[str, Any]:
     """The keyword-only extras of every function, checked as normalize() checks attributes."""
     return {"backend": _arrays.scalar(backend, str, "backend"), "strict": _arrays.scalar(strict, bool, "strict"),
-            "threads": _arrays.scalar(threads, int, "threads")}
+            "threads": _arrays.scalar(threads, int, "threads"),
+            "post_quant_rounding": _arrays.scalar(post_quant_rounding, str, "post_quant_rounding")}
 
 
 def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any]
@@ -121,11 +122,11 @@ def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, An
 
 
 def execute(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any], backend: str = "default",
-            strict: bool = False, threads: int = 0) -> Tuple[Any, Any]:
+            strict: bool = False, threads: int = 0, post_quant_rounding: str = "device") -> Tuple[Any, Any]:
     """Plans and runs one call; returns (attention_out, softmax_lse) in the query's framework."""
     tensors, attrs = to_fia(function, query, key, value, kwargs)
     try:
-        call = _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads)
+        call = _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads, post_quant_rounding)
         out, out_arg = _arrays.empty(query, call.out_shape, call.out_dtype)
         if call.lse_flag:
             lse, lse_arg = _arrays.empty(query, call.lse_shape, "F32")
@@ -138,11 +139,11 @@ def execute(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, A
 
 
 def plan(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any], backend: str = "default",
-         strict: bool = False, threads: int = 0) -> Optional["_C.Call"]:
+         strict: bool = False, threads: int = 0, post_quant_rounding: str = "device") -> Optional["_C.Call"]:
     """The planned call itself (benchmarks); raises as execute() does."""
     tensors, attrs = to_fia(function, query, key, value, kwargs)
     try:
-        return _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads)
+        return _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads, post_quant_rounding)
     except _C.StatusError as err:
         raise_as_called(function, err)
     return None

@@ -12,7 +12,7 @@ import torch
 
 from . import _arrays, _calls, _shapes, merge
 
-_EXTRAS = 'str backend="default", bool strict=False, int threads=0'
+_EXTRAS = 'str backend="default", bool strict=False, int threads=0, str post_quant_rounding="device"'
 
 SCHEMAS = {
     "npu_fused_infer_attention_score": (
@@ -74,13 +74,14 @@ def _register(function: str) -> None:
     # defaults: put torch_npu's defaults back (PFA's next_tokens=0 is not the library's default).
     schema = getattr(torch.ops.fia, function).default._schema
     defaults = {a.name: a.default_value for a in schema.arguments
-                if a.kwarg_only and a.has_default_value() and a.name not in ("backend", "strict", "threads")}
+                if a.kwarg_only and a.has_default_value() and a.name not in ("backend", "strict", "threads", "post_quant_rounding")}
 
-    def impl(query, key, value, *, backend="default", strict=False, threads=0, **kwargs):
-        out, lse = _calls.execute(function, query, key, value, {**defaults, **kwargs}, backend, strict, threads)
+    def impl(query, key, value, *, backend="default", strict=False, threads=0, post_quant_rounding="device", **kwargs):
+        out, lse = _calls.execute(function, query, key, value, {**defaults, **kwargs}, backend, strict, threads,
+                                  post_quant_rounding)
         return _returns(function, out, lse)
 
-    def fake(query, key, value, *, backend="default", strict=False, threads=0, **kwargs):
+    def fake(query, key, value, *, backend="default", strict=False, threads=0, post_quant_rounding="device", **kwargs):
         renames = _calls.RENAMES[function]
         named = {renames.get(k, k): v for k, v in {**defaults, **kwargs}.items()}
         if function == "npu_prompt_flash_attention":

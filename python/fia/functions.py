@@ -4,8 +4,9 @@ Names, positional order, keywords and defaults are torch_npu's (op-plugin's
 ``op_plugin_functions.yaml``): only ``query``, ``key`` and ``value`` are positional. Three
 keyword-only extras choose how fia runs: ``backend`` ("cpu", the fast kernels; "reference", the
 float64 transcription of the spec; "default", the ``FIA_BACKEND`` environment variable or cpu),
-``strict`` (also enforce the Ascend hardware limits, FIA-SPEC 25.2) and ``threads`` (0 = all the
-CPUs the process may use; results do not depend on it).
+``strict`` (also enforce the Ascend hardware limits, FIA-SPEC 25.2), ``threads`` (0 = all the
+CPUs the process may use; results do not depend on it) and ``post_quant_rounding`` ("device", the
+NPU kernel's int8 output formula, or "golden", the vendor test golden's; FIA-SPEC 14.1).
 
 Inputs are torch CPU tensors (outputs are torch tensors; the call is the custom op
 ``torch.ops.fia.<name>``, so it works under ``torch.compile(fullgraph=True)`` and ``torch.export``)
@@ -42,12 +43,12 @@ def _traced(query: Any) -> bool:
 
 
 def _dispatch(function: str, query: Array, key: Any, value: Any, kwargs: dict, backend: str, strict: bool,
-              threads: int) -> Any:
+              threads: int, post_quant_rounding: str) -> Any:
     """Traced torch calls: the custom op torch.ops.fia.<function>; eager torch calls and numpy
     arrays: the core directly (the op's own kernel does the same). Returns what torch_npu returns:
     (attention_out, softmax_lse) for FIA, attention_out for IFA/PFA."""
     kwargs = _calls.normalize(kwargs)
-    extras = _calls.normalize_extras(backend, strict, threads)
+    extras = _calls.normalize_extras(backend, strict, threads, post_quant_rounding)
     if torch is not None and isinstance(query, torch.Tensor) and _traced(query):
         keys = list(key) if isinstance(key, (list, tuple)) else [key]
         values = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -76,7 +77,8 @@ def npu_fused_infer_attention_score(
         input_layout: str = "BSH", num_key_value_heads: int = 0, sparse_mode: int = 0, inner_precise: int = 0,
         block_size: int = 0, antiquant_mode: int = 0, key_antiquant_mode: int = 0, value_antiquant_mode: int = 0,
         softmax_lse_flag: bool = False, query_quant_mode: int = 0, scale_value: Optional[float] = None,
-        backend: str = "default", strict: bool = False, threads: int = 0) -> Tuple[Array, Array]:
+        backend: str = "default", strict: bool = False, threads: int = 0,
+        post_quant_rounding: str = "device") -> Tuple[Array, Array]:
     """``torch_npu.npu_fused_infer_attention_score`` (aclnnFusedInferAttentionScore V1-V3).
 
     Attention of ``query`` over ``key``/``value`` in ``input_layout`` (FIA-SPEC 3.1: BSH, BSND,
@@ -116,7 +118,7 @@ def npu_fused_infer_attention_score(
         block_size=block_size, antiquant_mode=antiquant_mode, key_antiquant_mode=key_antiquant_mode,
         value_antiquant_mode=value_antiquant_mode, softmax_lse_flag=softmax_lse_flag,
         query_quant_mode=query_quant_mode)
-    return _dispatch("npu_fused_infer_attention_score", query, key, value, kwargs, backend, strict, threads)
+    return _dispatch("npu_fused_infer_attention_score", query, key, value, kwargs, backend, strict, threads, post_quant_rounding)
 
 
 def npu_fused_infer_attention_score_v2(
@@ -138,7 +140,8 @@ def npu_fused_infer_attention_score_v2(
         value_shared_prefix_dtype: Optional[int] = None, dequant_scale_query_dtype: Optional[int] = None,
         dequant_scale_key_dtype: Optional[int] = None, dequant_scale_value_dtype: Optional[int] = None,
         dequant_scale_key_rope_dtype: Optional[int] = None, out_dtype: Optional[int] = None,
-        backend: str = "default", strict: bool = False, threads: int = 0) -> Tuple[Array, Array]:
+        backend: str = "default", strict: bool = False, threads: int = 0,
+        post_quant_rounding: str = "device") -> Tuple[Array, Array]:
     """``torch_npu.npu_fused_infer_attention_score_v2`` (aclnnFusedInferAttentionScore V4).
 
     The v1 call with torch_npu v2's names (FIA-SPEC 2.1, python v2 column): ``actual_seq_qlen`` /
@@ -166,7 +169,7 @@ def npu_fused_infer_attention_score_v2(
         dequant_scale_query_dtype=dequant_scale_query_dtype, dequant_scale_key_dtype=dequant_scale_key_dtype,
         dequant_scale_value_dtype=dequant_scale_value_dtype,
         dequant_scale_key_rope_dtype=dequant_scale_key_rope_dtype, out_dtype=out_dtype)
-    return _dispatch("npu_fused_infer_attention_score_v2", query, key, value, kwargs, backend, strict, threads)
+    return _dispatch("npu_fused_infer_attention_score_v2", query, key, value, kwargs, backend, strict, threads, post_quant_rounding)
 
 
 def npu_incre_flash_attention(
@@ -178,7 +181,8 @@ def npu_incre_flash_attention(
         dequant_scale2: Optional[Array] = None, quant_scale2: Optional[Array] = None,
         quant_offset2: Optional[Array] = None, kv_padding_size: Optional[Array] = None, num_heads: int = 1,
         scale_value: float = 1.0, input_layout: str = "BSH", num_key_value_heads: int = 0, block_size: int = 0,
-        inner_precise: int = 1, backend: str = "default", strict: bool = False, threads: int = 0) -> Array:
+        inner_precise: int = 1, backend: str = "default", strict: bool = False, threads: int = 0,
+        post_quant_rounding: str = "device") -> Array:
     """``torch_npu.npu_incre_flash_attention`` (aclnnIncreFlashAttention V4): decode, Q_S = 1.
 
     ``actual_seq_lengths`` are the KV lengths per batch; ``padding_mask`` is accepted and unused,
@@ -193,7 +197,7 @@ def npu_incre_flash_attention(
         quant_offset2=quant_offset2, kv_padding_size=kv_padding_size, num_heads=num_heads,
         scale_value=scale_value, input_layout=input_layout, num_key_value_heads=num_key_value_heads,
         block_size=block_size, inner_precise=inner_precise)
-    return _dispatch("npu_incre_flash_attention", query, key, value, kwargs, backend, strict, threads)
+    return _dispatch("npu_incre_flash_attention", query, key, value, kwargs, backend, strict, threads, post_quant_rounding)
 
 
 def npu_prompt_flash_attention(
@@ -204,7 +208,8 @@ def npu_prompt_flash_attention(
         quant_offset2: Optional[Array] = None, num_heads: int = 1, scale_value: float = 1.0,
         pre_tokens: int = INT_MAX, next_tokens: int = 0, input_layout: str = "BSH", num_key_value_heads: int = 0,
         actual_seq_lengths_kv: IntList = None, sparse_mode: int = 0,
-        backend: str = "default", strict: bool = False, threads: int = 0) -> Array:
+        backend: str = "default", strict: bool = False, threads: int = 0,
+        post_quant_rounding: str = "device") -> Array:
     """``torch_npu.npu_prompt_flash_attention`` (aclnnPromptFlashAttention V3): prefill.
 
     Note torch_npu's default ``next_tokens=0``. As torch_npu, runs with inner_precise 1, or 0 for
@@ -218,4 +223,4 @@ def npu_prompt_flash_attention(
         scale_value=scale_value, pre_tokens=pre_tokens, next_tokens=next_tokens, input_layout=input_layout,
         num_key_value_heads=num_key_value_heads, actual_seq_lengths_kv=actual_seq_lengths_kv,
         sparse_mode=sparse_mode)
-    return _dispatch("npu_prompt_flash_attention", query, key, value, kwargs, backend, strict, threads)
+    return _dispatch("npu_prompt_flash_attention", query, key, value, kwargs, backend, strict, threads, post_quant_rounding)

@@ -27,7 +27,7 @@ def npu_fused_infer_attention_score(
     input_layout: str = "BSH", num_key_value_heads: int = 0, sparse_mode: int = 0, inner_precise: int = 0,
     block_size: int = 0, antiquant_mode: int = 0, key_antiquant_mode: int = 0, value_antiquant_mode: int = 0,
     softmax_lse_flag: bool = False, query_quant_mode: int = 0, scale_value: Optional[float] = None,
-    backend: str = "default", strict: bool = False, threads: int = 0,
+    backend: str = "default", strict: bool = False, threads: int = 0, post_quant_rounding: str = "device",
 ) -> Tuple[Array, Array]: ...
 
 def npu_fused_infer_attention_score_v2(
@@ -49,7 +49,7 @@ def npu_fused_infer_attention_score_v2(
     value_shared_prefix_dtype: Optional[int] = None, dequant_scale_query_dtype: Optional[int] = None,
     dequant_scale_key_dtype: Optional[int] = None, dequant_scale_value_dtype: Optional[int] = None,
     dequant_scale_key_rope_dtype: Optional[int] = None, out_dtype: Optional[int] = None,
-    backend: str = "default", strict: bool = False, threads: int = 0,
+    backend: str = "default", strict: bool = False, threads: int = 0, post_quant_rounding: str = "device",
 ) -> Tuple[Array, Array]: ...
 
 def npu_incre_flash_attention(
@@ -62,7 +62,7 @@ def npu_incre_flash_attention(
     quant_scale2: Optional[Array] = None, quant_offset2: Optional[Array] = None,
     kv_padding_size: Optional[Array] = None, num_heads: int = 1, scale_value: float = 1.0,
     input_layout: str = "BSH", num_key_value_heads: int = 0, block_size: int = 0, inner_precise: int = 1,
-    backend: str = "default", strict: bool = False, threads: int = 0,
+    backend: str = "default", strict: bool = False, threads: int = 0, post_quant_rounding: str = "device",
 ) -> Array: ...
 
 def npu_prompt_flash_attention(
@@ -73,5 +73,5 @@ def npu_prompt_flash_attention(
     quant_scale2: Optional[Array] = None, quant_offset2: Optional[Array] = None, num_heads: int = 1,
     scale_value: float = 1.0, pre_tokens: int = 2147483647, next_tokens: int = 0, input_layout: str = "BSH",
     num_key_value_heads: int = 0, actual_seq_lengths_kv: IntList = None, sparse_mode: int = 0,
-    backend: str = "default", strict: bool = False, threads: int = 0,
+    backend: str = "default", strict: bool = False, threads: int = 0, post_quant_rounding: str = "device",
 ) -> Array: ...

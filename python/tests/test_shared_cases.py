@@ -14,12 +14,12 @@ import fia
 from conftest import shared_dir
 from judge import criterion_a, lse_match
 
-# Invalid-quant cases whose rule belongs to a feature fia does not build yet (full quant, post-quant,
-# MLA full quant: FIA-SPEC 13, 14): rejected as unsupported (tests/cli/shared_cases_test.cpp); the
-# last two name the rule's parameter even so.
+# Invalid-quant cases whose rule belongs to a feature fia does not build yet (full quant, MLA full
+# quant: FIA-SPEC 13): rejected as unsupported (tests/cli/shared_cases_test.cpp); the last one
+# names the rule's parameter even so.
 NOT_YET_BUILT = {
-    "invalid-s727272-0119", "invalid-s727272-0125", "invalid-s727272-0131", "invalid-s727272-0157",
-    "invalid-s727272-0160", "invalid-s727272-0163", "invalid-s727272-0122", "invalid-s727272-0128",
+    "invalid-s727272-0119", "invalid-s727272-0157", "invalid-s727272-0160", "invalid-s727272-0163",
+    "invalid-s727272-0122",
 }
 DTYPE_NAMES = {torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32", torch.int8: "I8"}
 
@@ -46,8 +46,6 @@ def not_yet_computed(case: pathlib.Path) -> str:
     tensors = load_file(str(case / "inputs.safetensors"))
     if tensors["query"].dtype == torch.int8:
         return "int8 query: full quantization (FIA-SPEC 13) is not built yet"
-    if "quant_scale2" in tensors:
-        return "quant_scale2: output quantization (FIA-SPEC 14) is not built yet"
     return ""
 
 

@@ -18,7 +18,7 @@ TORCH_NPU = {
     "npu_prompt_flash_attention": "Tensor query, Tensor key, Tensor value, *, Tensor? padding_mask=None, Tensor? atten_mask=None, Tensor? pse_shift=None, int[]? actual_seq_lengths=None, Tensor? deq_scale1=None, Tensor? quant_scale1=None, Tensor? deq_scale2=None, Tensor? quant_scale2=None, Tensor? quant_offset2=None, int num_heads=1, float scale_value=1.0, int pre_tokens=2147483647, int next_tokens=0, str input_layout=\"BSH\", int num_key_value_heads=0, int[]? actual_seq_lengths_kv=None, int sparse_mode=0",  # noqa: E501
 }
 # What fia adds, keyword-only: how it runs, v1's old spelling of scale, and V4's inputs in v1.
-EXTRAS = {"backend": "default", "strict": False, "threads": 0}
+EXTRAS = {"backend": "default", "strict": False, "threads": 0, "post_quant_rounding": "device"}
 V1_EXTRAS = {"scale_value": None, "dequant_scale_query": None, "learnable_sink": None, "query_quant_mode": 0}
 
 

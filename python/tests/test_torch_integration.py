@@ -285,3 +285,41 @@ def test_concurrent_calls_from_threads_match_sequential():
     for t in range(4):
         for i, (out, lse) in enumerate(results[t]):
             assert torch.equal(out, sequential[i][0]) and torch.equal(lse, sequential[i][1])
+
+
+def test_post_quant_int8_output_eager_compiled_and_fake():
+    """quant_scale2 (FIA-SPEC 14): an int8 attention_out, the same under torch.compile, and the fake
+    kernel says int8 too."""
+    q, k, v = rand(2, 4, 6, 32, seed=21), rand(2, 2, 20, 32, seed=22), rand(2, 2, 20, 32, seed=23)
+    scale2 = torch.full((4, 32), 60.0)
+    offset2 = torch.linspace(-2.0, 2.0, 128).reshape(4, 32)
+    kw = dict(num_heads=4, num_key_value_heads=2, input_layout="BNSD", scale=0.2, quant_scale2=scale2,
+              quant_offset2=offset2)
+    out, _ = fia.npu_fused_infer_attention_score(q, k, v, **kw)
+    assert out.dtype == torch.int8 and out.shape == (2, 4, 6, 32)
+    ref, _ = fia.npu_fused_infer_attention_score(q, k, v, **{**kw, "quant_scale2": None, "quant_offset2": None},
+                                                 backend="reference")
+    want = torch.clamp(torch.round(ref.float() * scale2[None, :, None, :] + offset2[None, :, None, :]), -128, 127)
+    assert (out.float() - want).abs().max() <= 1            # fp16 ref output rounding: within 1
+    compiled = torch.compile(lambda q, k, v: fia.npu_fused_infer_attention_score(q, k, v, **kw)[0], fullgraph=True)
+    assert torch.equal(compiled(q, k, v), out)
+    with FakeTensorMode() as mode:
+        fake, _ = OP(*(mode.from_tensor(t) for t in (q,)), [mode.from_tensor(k)], [mode.from_tensor(v)],
+                     **{**kw, "quant_scale2": mode.from_tensor(scale2), "quant_offset2": mode.from_tensor(offset2)})
+    assert fake.dtype == torch.int8 and fake.shape == out.shape
+
+
+def test_post_quant_rounding_golden_on_a_tie():
+    """0.25 * 10 = 2.5 exactly: the device formula rounds half away (3), the golden half to even (2)."""
+    q = torch.zeros(1, 1, 2, 16, dtype=torch.float16)
+    k = torch.ones(1, 1, 5, 16, dtype=torch.float16)
+    v = torch.full((1, 1, 5, 16), 0.25, dtype=torch.float16)
+    scale2 = torch.tensor([10.0])
+    for rounding, want in (("device", 3), ("golden", 2)):
+        for arrays in ((q, k, v, scale2), tuple(t.numpy() for t in (q, k, v, scale2))):
+            out, _ = fia.npu_fused_infer_attention_score(*arrays[:3], num_heads=1, input_layout="BNSD",
+                                                         quant_scale2=arrays[3], post_quant_rounding=rounding)
+            assert (torch.as_tensor(out) == want).all(), rounding
+    with pytest.raises(ValueError, match="post_quant_rounding"):
+        fia.npu_fused_infer_attention_score(q, k, v, num_heads=1, input_layout="BNSD", quant_scale2=scale2,
+                                            post_quant_rounding="nearest")

@@ -10,6 +10,7 @@
 #include "cpu/threads.hpp"
 #include "fia/fia.hpp"
 #include "numeric/half.hpp"
+#include "numeric/post_quant.hpp"
 #include "reference/reference.hpp"
 #include "validate/build_problem.hpp"
 #include "validate/context.hpp"
@@ -87,6 +88,7 @@ void store(MutableTensorView& v, std::int64_t off, double x) {
       std::memcpy(base + off * 4, &f, 4);
       break;
     }
+    case DType::I8: base[off] = static_cast<std::byte>(detail::saturate_int8(x)); break;  // fills (0)
     default: break;
   }
 }
@@ -105,14 +107,6 @@ Status check_output(const char* name, const MutableTensorView& v, DType dtype, c
   if (v.numel() > 0 && !shape.empty() && shape.back() > 1 && v.stride(shape.size() - 1) != 1)
     return {StatusCode::kUnsupported, name, "the innermost axis must have stride 1"};
   return Status::Ok();
-}
-
-void run_reference(const Problem& p, MutableTensorView& out, MutableTensorView& lse) {
-  const detail::ReferenceResult r = detail::reference_compute(p);
-  for_each_element(p.out_shape, out, [&](std::int64_t lin, std::int64_t off) { store(out, off, r.out[lin]); });
-  if (p.lse)
-    for_each_element(p.lse_shape, lse,
-                     [&](std::int64_t lin, std::int64_t off) { store(lse, off, detail::lse_as_f32(r.lse[lin])); });
 }
 
 /// True when a view with `shape` is row-major contiguous.
@@ -139,12 +133,56 @@ void fill(MutableTensorView& v, const std::vector<std::int64_t>& shape, double x
   }
 }
 
+/// FIA-SPEC 14 / 25.1 #3: the rows the kernels do not write, quantized: decode rows (Q_S = 1) of
+/// batches without keys give quantize(0).
+void quantize_zero_kv_rows(const Problem& p, MutableTensorView& out) {
+  if (!p.post_quant.zero_kv_rows) return;
+  const detail::RowIndex rows = p.out_index(out);
+  std::vector<float> zeros(static_cast<std::size_t>(p.v_dim), 0.0f);
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    if (p.kv_len(b) == 0)
+      for (std::int64_t n = 0; n < p.num_heads; ++n)
+        for (std::int64_t i = 0; i < p.act_q[b]; ++i)
+          detail::post_quant_row(p, n, zeros.data(), static_cast<std::int8_t*>(out.data) + rows.offset(b, n, i));
+}
+
+/// The reference's rows quantized (14.1): every row of a batch with keys, fully masked ones
+/// (0 before quantization) included; rows never computed stay 0.
+void store_reference_post_quant(const Problem& p, const detail::ReferenceResult& r, MutableTensorView& out) {
+  fill(out, p.out_shape, 0.0);
+  const detail::RowIndex rows = p.out_index(out);
+  const detail::RowIndex exact = p.out_index(MutableTensorView(nullptr, p.out_dtype, p.out_shape));
+  std::vector<float> row(static_cast<std::size_t>(p.v_dim));
+  for (std::int64_t b = 0; b < p.batch; ++b) {
+    if (p.kv_len(b) == 0) continue;
+    for (std::int64_t n = 0; n < p.num_heads; ++n)
+      for (std::int64_t i = 0; i < p.act_q[b]; ++i) {
+        const double* src = &r.out[static_cast<std::size_t>(exact.offset(b, n, i))];
+        for (std::int64_t d = 0; d < p.v_dim; ++d) row[d] = static_cast<float>(src[d]);
+        detail::post_quant_row(p, n, row.data(), static_cast<std::int8_t*>(out.data) + rows.offset(b, n, i));
+      }
+  }
+  quantize_zero_kv_rows(p, out);
+}
+
+void run_reference(const Problem& p, MutableTensorView& out, MutableTensorView& lse) {
+  const detail::ReferenceResult r = detail::reference_compute(p);
+  if (p.post_quant.on)
+    store_reference_post_quant(p, r, out);
+  else
+    for_each_element(p.out_shape, out, [&](std::int64_t lin, std::int64_t off) { store(out, off, r.out[lin]); });
+  if (p.lse)
+    for_each_element(p.lse_shape, lse,
+                     [&](std::int64_t lin, std::int64_t off) { store(lse, off, detail::lse_as_f32(r.lse[lin])); });
+}
+
 void run_cpu(const PlanState& s, MutableTensorView& out, MutableTensorView& lse, void* workspace) {
   const Problem& p = s.problem;
   fill(out, p.out_shape, 0.0);
   if (p.lse) fill(lse, p.lse_shape, std::numeric_limits<double>::infinity());
   detail::OutputRows dst{p.out_index(out), p.lse ? p.lse_index(lse) : detail::RowIndex{}};
   detail::cpu_run(p, s.cpu, dst, workspace, s.threads);
+  quantize_zero_kv_rows(p, out);
 }
 
 constexpr int kMaxThreads = 1024;
@@ -171,6 +209,7 @@ static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_p
   state->strict = options.strict;
   st = detail::build_problem(args, options.strict, &state->problem);
   if (!st.ok()) return st;
+  state->problem.post_quant.rounding = options.post_quant_rounding;
   state->threads = options.threads > 0 ? options.threads : detail::default_threads();
   if (state->backend == Backend::kCpu) state->cpu = detail::make_cpu_plan(state->problem, state->threads);
   *out_plan = detail::PlanAccess::make(std::move(state));

@@ -16,6 +16,7 @@
 #include "cpu/item_common.hpp"
 
 #include "cpu/antiquant.hpp"
+#include "numeric/post_quant.hpp"
 #include "reference/reference.hpp"
 
 // Kernel sources by concern, each compiled here once per target.
@@ -117,15 +118,34 @@ bool row_overflowed(float m, float l, const float* acc, std::int64_t vd) {
   return false;
 }
 
+/// Writes one output row of query head n from its normalised f32 values: rounded to out_dtype,
+/// or quantized to int8 in the same pass (FIA-SPEC 14.1). `src` null: a fully masked row, which is
+/// 0, or quantize(0) with post-quant (25.1 #3).
+void write_row(const Problem& p, std::int64_t n, const float* src, void* orow) {
+  if (!p.post_quant.on) {
+    if (src) store_row(src, p.v_dim, p.out_dtype, orow);
+    return;
+  }
+  if (src) {
+    post_quant_row(p, n, src, static_cast<std::int8_t*>(orow));
+    return;
+  }
+  const std::vector<float> zeros(static_cast<std::size_t>(p.v_dim), 0.0f);
+  post_quant_row(p, n, zeros.data(), static_cast<std::int8_t*>(orow));
+}
+
 /// Writes row i of (b, n) as the float64 reference computes it (docs/numerics.md "Overflow").
 void recompute_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, const OutputRows& dst) {
   std::vector<double> exact(p.v_dim);
   double lse = 0.0;
-  if (!reference_row(p, b, n, i, exact.data(), &lse)) return;  // fully masked: stays 0 / +inf
-  std::vector<float> row(exact.begin(), exact.end());
   auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
                dst.out.offset(b, n, i) * static_cast<std::int64_t>(dtype_size(p.out_dtype));
-  store_row(row.data(), p.v_dim, p.out_dtype, orow);
+  if (!reference_row(p, b, n, i, exact.data(), &lse)) {  // fully masked: 0 (or quantize(0)) / +inf
+    write_row(p, n, nullptr, orow);
+    return;
+  }
+  std::vector<float> row(exact.begin(), exact.end());
+  write_row(p, n, row.data(), orow);
   if (p.lse) static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(b, n, i)] = lse_as_f32(lse);
 }
 
@@ -137,8 +157,13 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
   const std::int64_t R = packed_rows(item);
   const std::size_t out_es = dtype_size(p.out_dtype);
   for (std::int64_t r = 0; r < R; ++r) {
-    if (m[r] == kNegInf) continue;  // fully masked: 0 / +inf (25.1 #1)
     const std::int64_t n = item.query_head(G, r), i = item.query_row(r);
+    auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
+                 dst.out.offset(item.b, n, i) * static_cast<std::int64_t>(out_es);
+    if (m[r] == kNegInf) {  // fully masked: 0 (or quantize(0)) / +inf (25.1 #1, #3)
+      write_row(p, n, nullptr, orow);
+      continue;
+    }
     float* ar = acc + r * vd;
     if (row_overflowed(m[r], l[r], ar, vd)) {
       recompute_row(p, item.b, n, i, dst);
@@ -148,9 +173,7 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
     float norm = row_norm(p, n, m[r], l[r], &lse);
     if (p.p_rule.kind == PRule::Kind::kNormalizeFirst) norm = 1.0f;  // P·V is already normalised
     for (std::int64_t d = 0; d < vd; ++d) ar[d] *= norm;
-    auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
-                 dst.out.offset(item.b, n, i) * static_cast<std::int64_t>(out_es);
-    store_row(ar, vd, p.out_dtype, orow);
+    write_row(p, n, ar, orow);
     if (p.lse) static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(item.b, n, i)] = lse;
   }
 }

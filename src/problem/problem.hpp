@@ -181,6 +181,25 @@ struct Problem {
   bool has_sink = false;
   std::vector<float> sink;  ///< per query head
 
+  /// FIA-SPEC 14: the output quantized to int8 (out_dtype I8). scale/offset hold one value
+  /// (per-tensor) or Q_N * V_D values, element (n, d) at n * V_D + d (per-channel); offset is
+  /// empty without quant_offset2. Rows that are computed, fully masked ones included (quantize(0)),
+  /// are quantized; rows never computed stay 0, except that a decode query (Q_S = 1) of a batch
+  /// with no key gives quantize(0) (25.1 #3).
+  struct PostQuant {
+    bool on = false;
+    PostQuantRounding rounding = PostQuantRounding::kDevice;
+    std::vector<float> scale, offset;
+    bool zero_kv_rows = false;  ///< Q_S = 1: batches with L = 0 give quantize(0)
+    float scale_at(std::int64_t n, std::int64_t d, std::int64_t vd) const {
+      return scale.size() == 1 ? scale[0] : scale[static_cast<std::size_t>(n * vd + d)];
+    }
+    float offset_at(std::int64_t n, std::int64_t d, std::int64_t vd) const {
+      if (offset.empty()) return 0.0f;
+      return offset.size() == 1 ? offset[0] : offset[static_cast<std::size_t>(n * vd + d)];
+    }
+  } post_quant;
+
   /// FIA-SPEC 19: the query is empty; nothing was validated and nothing is computed. out_shape is
   /// the query's shape in the output layout (the query's own shape when the layout is unknown).
   bool empty_query = false;

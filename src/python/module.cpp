@@ -227,13 +227,17 @@ fia::Backend backend(std::string_view name) {
 /// Validates and plans one call. `tensors`: FiaArgs tensor name -> array, (array, dtype) or
 /// None; "key"/"value" -> a list of those. `attrs`: FiaArgs attribute name -> value.
 std::unique_ptr<Call> plan(std::string_view entry, nb::dict tensors, nb::dict attrs, std::string_view backend_name,
-                           bool strict, int threads) {
+                           bool strict, int threads, std::string_view rounding) {
   auto call = std::make_unique<Call>();
   fia::FiaArgs& a = call->args;
   a.entry_point = entry_point(entry);
   call->options.backend = backend(backend_name);
   call->options.strict = strict;
   call->options.threads = threads;
+  if (rounding != "device" && rounding != "golden")
+    raise_invalid("post_quant_rounding", "\"device\" or \"golden\" is expected, got \"" + std::string(rounding) + "\"");
+  call->options.post_quant_rounding =
+      rounding == "golden" ? fia::PostQuantRounding::kGolden : fia::PostQuantRounding::kDevice;
   for (auto [k, v] : tensors) {
     const std::string name = nb::cast<std::string>(k);
     if (v.is_none()) continue;
@@ -321,7 +325,7 @@ NB_MODULE(_C, m) {
            "Seconds for `repeats` calls of fia::fused_infer_attention_score on the same arguments.");
 
   m.def("plan", &plan, nb::arg("entry_point"), nb::arg("tensors"), nb::arg("attrs"), nb::arg("backend"),
-        nb::arg("strict"), nb::arg("threads"),
+        nb::arg("strict"), nb::arg("threads"), nb::arg("post_quant_rounding"),
         "Validates and plans a call (fia::plan); raises StatusError(code, parameter, message).");
   m.def("merge_attention_states", &merge, nb::arg("out_a"), nb::arg("lse_a"), nb::arg("out_b"), nb::arg("lse_b"),
         nb::arg("input_layout"), nb::arg("out"), nb::arg("lse"),

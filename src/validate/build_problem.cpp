@@ -242,6 +242,7 @@ void fill_problem(const Ctx& c, Problem* p) {
       p->sink.push_back(to_float(a.learnable_sink.data, a.learnable_sink.dtype, n * a.learnable_sink.stride(0)));
   }
   p->out_dtype = c.dtype;
+  fill_post_quant(c, p);  // int8 output with quant_scale2
   p->out_layout = c.layout.out;
   p->token_layout = is_token_layout(c.layout.in);
   p->q_token_start = c.q_token_start;
@@ -295,12 +296,14 @@ Status build_problem(const FiaArgs& args, bool strict, Problem* out) {
     c.kv_token_start.assign(c.batch, 0);
     if (c.storage == Storage::kTensorList) c.list_seq.assign(c.batch, 0);
     FIA_RETURN_IF_ERROR(check_antiquant_shapes(c));
+    FIA_RETURN_IF_ERROR(check_post_quant(c));
   } else {
     FIA_RETURN_IF_ERROR(check_lengths(c));
     FIA_RETURN_IF_ERROR(check_antiquant_shapes(c));
     FIA_RETURN_IF_ERROR(check_visibility(c));
     FIA_RETURN_IF_ERROR(check_misc(c));
     FIA_RETURN_IF_ERROR(check_hardware(c));
+    FIA_RETURN_IF_ERROR(check_post_quant(c));
   }
   fill_problem(c, out);
   // The outputs must be allocatable: bound their sizes (the inputs are bounded by check_tensors).

@@ -105,8 +105,6 @@ Status check_tensors(Ctx& c) {
   if (quant_kv) FIA_RETURN_IF_ERROR(check_antiquant_params(c));
   if (a.quant_offset2.present() && !a.quant_scale2.present())
     return invalid("quant_offset2", "requires quant_scale2, got quant_offset2 alone");
-  if (a.quant_scale2.present())
-    return unsupported("quant_scale2", "output quantization to INT8 (FIA-SPEC 14) is not supported yet");
   if (!is_float(q)) return invalid("query", cat("unexpected query dtype ", dname(q)));
   return Status::Ok();
 }

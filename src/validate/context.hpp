@@ -98,12 +98,14 @@ Status check_lengths(Ctx& c);     // actual lengths, TND, padding, prefix (20.3,
 Status check_visibility(Ctx& c);  // sparse mode, mask, band, pse (20.4-5)
 Status check_misc(Ctx& c);        // sink, LSE, inner_precise (20.12)
 Status check_hardware(Ctx& c);    // Ascend hardware limits, strict mode only (25.2)
+Status check_post_quant(const Ctx& c);  // quant_scale2 / quant_offset2 on a float query (14, 20.11 #27)
 
 // KV antiquantization (FIA-SPEC 12, 20.10), in check_antiquant.cpp and antiquant_hardware.cpp.
 Status check_antiquant_params(Ctx& c);          // presence, pairing, modes, dtypes (from check_tensors)
 Status check_antiquant_shapes(Ctx& c);          // per-mode shapes against sizes and lengths
 Status check_antiquant_hardware(const Ctx& c);  // Ascend-only restrictions (12.4), strict mode only
 void fill_antiquant(const Ctx& c, Problem* p);   // Problem::key_antiquant / value_antiquant
+void fill_post_quant(const Ctx& c, Problem* p);  // Problem::post_quant, out_dtype I8 (14)
 
 /// Fills the Problem from a context that passed every check.
 void fill_problem(const Ctx& c, Problem* p);

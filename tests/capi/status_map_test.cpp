@@ -59,24 +59,61 @@ TEST(CApiStatus, NamesFollowTheOperatorAndVersion) {
 TEST(CApiStatus, AnUnsupportedFeatureIs161002NamingItsArgument) {
   CallSpec spec;
   spec.layout = "BNSD";
-  spec.num_heads = 2, spec.q_seq = 1, spec.kv_seq = 8;
+  spec.num_heads = 2, spec.q_seq = 2, spec.kv_seq = 8;
   TestCall call = build_call(spec, 5);
-  OwnedTensor out(DType::F16, {1, 2, 1, 16}), scale2(DType::F32, {1});
+  OwnedTensor out(DType::F16, {1, 2, 2, 16});
   AclTensor q = acl_tensor(call.args.query), o = acl_tensor(out.mutable_view());
-  AclTensor s2 = acl_tensor(scale2.view());
   AclList k = acl_list(call.args.key), v = acl_list(call.args.value);
   char layout[] = "BNSD";
   uint64_t ws = 0;
   aclOpExecutor* ex = nullptr;
   const aclTensor* n = nullptr;
+  const int64_t tree_mask = 9;  // sparse_mode 9 (FIA-SPEC 6.5) is not built yet
   EXPECT_EQ(aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
-                q.get(), k.get(), v.get(), n, n, nullptr, nullptr, n, n, n, s2.get(), n, n, n, n, n, n, n, n, n, n, n,
-                n, nullptr, 2, 1.0, kIntMax, kIntMax, layout, 0, 0, 0, 0, 0, false, 0, 0, o.get(), nullptr, &ws, &ex),
+                q.get(), k.get(), v.get(), n, n, nullptr, nullptr, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n,
+                n, nullptr, 2, 1.0, kIntMax, kIntMax, layout, 0, tree_mask, 0, 0, 0, false, 0, 0, o.get(), nullptr,
+                &ws, &ex),
             ACLNN_ERR_PARAM_INVALID);
   const std::string msg = aclGetRecentErrMsg();
-  EXPECT_EQ(msg.rfind("aclnnFusedInferAttentionScoreV2GetWorkspaceSize: quantScale2Optional: ", 0), 0u) << msg;
+  EXPECT_EQ(msg.rfind("aclnnFusedInferAttentionScoreV2GetWorkspaceSize: sparseMode: ", 0), 0u) << msg;
   EXPECT_NE(msg.find("(not supported by fia)"), std::string::npos) << msg;
   EXPECT_EQ(ex, nullptr);
+}
+
+TEST(CApiStatus, PostQuantWritesAnInt8OutputAndRejectsAFloatOne) {
+  // quantScale2 (FIA-SPEC 14): attentionOut must be INT8; the values are the C++ API's.
+  CallSpec spec;
+  spec.layout = "BNSD";
+  spec.num_heads = 2, spec.q_seq = 3, spec.kv_seq = 8;
+  TestCall call = build_call(spec, 6);
+  OwnedTensor scale2(DType::F32, {1});
+  scale2.as<float>()[0] = 60.0f;
+  call.args.quant_scale2 = call.keep(std::move(scale2));
+  Outputs want;
+  ASSERT_TRUE(fia::fused_infer_attention_score(call.args, Options{}, &want).ok());
+  ASSERT_EQ(want.attention_out.dtype, DType::I8);
+  OwnedTensor out8(DType::I8, {1, 2, 3, 16}), out16(DType::F16, {1, 2, 3, 16});
+  AclTensor q = acl_tensor(call.args.query), s2 = acl_tensor(call.args.quant_scale2);
+  AclList k = acl_list(call.args.key), v = acl_list(call.args.value);
+  char layout[] = "BNSD";
+  const aclTensor* n = nullptr;
+  for (OwnedTensor* out : {&out8, &out16}) {
+    AclTensor o = acl_tensor(out->mutable_view());
+    uint64_t ws = 0;
+    aclOpExecutor* ex = nullptr;
+    const aclnnStatus st = aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
+        q.get(), k.get(), v.get(), n, n, nullptr, nullptr, n, n, n, s2.get(), n, n, n, n, n, n, n, n, n, n, n, n,
+        nullptr, 2, 1.0 / 4.0, kIntMax, kIntMax, layout, 0, 0, 0, 0, 0, false, 0, 0, o.get(), nullptr, &ws, &ex);
+    if (out == &out16) {
+      EXPECT_EQ(st, ACLNN_ERR_PARAM_INVALID);
+      EXPECT_NE(std::string(aclGetRecentErrMsg()).find("attentionOut"), std::string::npos) << aclGetRecentErrMsg();
+      continue;
+    }
+    ASSERT_EQ(st, ACLNN_SUCCESS) << aclGetRecentErrMsg();
+    std::vector<std::byte> workspace(ws);
+    ASSERT_EQ(aclnnFusedInferAttentionScoreV2(ws ? workspace.data() : nullptr, ws, ex, nullptr), ACLNN_SUCCESS);
+    EXPECT_EQ(out8.bytes, want.attention_out.bytes);
+  }
 }
 
 }  // namespace

@@ -28,13 +28,13 @@ std::vector<std::string> case_dirs(const std::string& family) {
 class SharedValidCase : public ::testing::TestWithParam<std::string> {};
 
 /// Why a valid quant case is a call fia does not compute yet (empty: it computes it). KV
-/// antiquant (FIA-SPEC 12) is built; full quantization (13) and output quantization (14) are not.
+/// antiquant (FIA-SPEC 12) and output quantization of fp16/bf16 attention (14) are built; full
+/// quantization (13) is not.
 std::string not_yet_computed(const std::string& dir) {
   io::TensorFile in;
   if (!io::read_safetensors(dir + "/inputs.safetensors", &in).ok()) return {};
   if (in.tensors.count("query") && in.tensors.at("query").dtype == DType::I8)
     return "int8 query: full quantization (FIA-SPEC 13) is not built yet";
-  if (in.tensors.count("quant_scale2")) return "quant_scale2: output quantization (FIA-SPEC 14) is not built yet";
   return {};
 }
 
@@ -66,8 +66,6 @@ TEST_P(SharedValidCase, MatchesExpected) {
 const std::map<std::string, std::string>& not_yet_built() {
   static const std::map<std::string, std::string> m = {
       {"invalid-s727272-0119", "full quant (FIA-SPEC 13): dequant_scale1 dtype rule; INT8 query is unsupported"},
-      {"invalid-s727272-0125", "post-quant (FIA-SPEC 14): quant_offset2 vs quant_scale2; quant_scale2 is unsupported"},
-      {"invalid-s727272-0131", "post-quant (FIA-SPEC 14.4): rows skipped with quant_offset2; quant_scale2 is unsupported"},
       {"invalid-s727272-0157", "MLA full quant (FIA-SPEC 13.3): query_quant_mode; INT8 query is unsupported"},
       {"invalid-s727272-0160", "MLA full quant (FIA-SPEC 13.3): scale shapes; INT8 query is unsupported"},
       {"invalid-s727272-0163", "MLA full quant (FIA-SPEC 13.3): layouts; INT8 query is unsupported"},

@@ -115,7 +115,7 @@ std::vector<Rule> rules() {
       {"dequant_scale1_unused", prefill(), [](A c) { c.args.dequant_scale1 = c.keep(zeros(DType::F32, {1})); }, "dequant_scale1", kInvalid},
       {"dequant_scale_query_unused", prefill(), [](A c) { c.args.dequant_scale_query = c.keep(zeros(DType::F32, {1})); }, "dequant_scale_query", kInvalid},
       {"quant_offset2_alone", prefill(), [](A c) { c.args.quant_offset2 = c.keep(zeros(DType::F32, {1})); }, "quant_offset2", kInvalid},
-      {"post_quant_unsupported", prefill(), [](A c) { c.args.quant_scale2 = c.keep(zeros(DType::F32, {1})); }, "quant_scale2", kUnsup},
+      {"post_quant_scale_dtype", prefill(), [](A c) { c.args.quant_scale2 = c.keep(zeros(DType::F16, {1})); }, "quant_scale2", kInvalid},
       {"scale_not_float32", prefill(), [](A c) { c.args.scale = 1e39; }, "scale", kInvalid},
       {"scale_nan", prefill(), [](A c) { c.args.scale = std::nan(""); }, "scale", kInvalid},
       // 20.2 layout, ranks, heads, head dims

@@ -18,6 +18,7 @@ struct RunArgs {
   int threads = 0;
   bool strict = false;
   std::string entry_point = "fia";  ///< fia, ifa or pfa: the operator whose numerics apply (FIA-SPEC 25.3)
+  std::string post_quant_rounding = "device";  ///< device or golden: the int8 output formula (FIA-SPEC 14.1)
   bool expected = false;  ///< write the reference's exact answer as OUT_DIR/expected.safetensors
 };
 

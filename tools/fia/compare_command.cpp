@@ -35,7 +35,7 @@ int compare_command(const CompareArgs& args) {
   const check::Verdict v = check::criterion_a(a, check::to_doubles(e));
   std::printf("attention_out: %s %.4f%% of %lld elements within tolerance (%s), worst relative error outside %.3g%s%s\n",
               v.pass ? "PASS" : "FAIL", 100.0 * v.fraction, static_cast<long long>(a.numel()),
-              a.dtype == DType::BF16 ? "atol 1e-4, rtol 2^-7" : "atol 2.5e-5, rtol 0.005", v.worst_rel,
+              a.dtype == DType::I8 ? "within 1" : a.dtype == DType::BF16 ? "atol 1e-4, rtol 2^-7" : "atol 2.5e-5, rtol 0.005", v.worst_rel,
               v.pass ? "" : "; ", v.detail.c_str());
   pass = pass && v.pass;
   if (got.tensors.count("softmax_lse") && want.tensors.count("softmax_lse")) {

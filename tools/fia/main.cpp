@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
                       "The operator the call stands for: fia (FusedInferAttentionScore, default), ifa "
                       "(IncreFlashAttention) or pfa (PromptFlashAttention); each rounds P as its golden (FIA-SPEC 25.3)")
       ->check(CLI::IsMember({"fia", "ifa", "pfa"}));
+  run_cmd->add_option("--post-quant-rounding", run.post_quant_rounding,
+                      "With quant_scale2 (int8 output, FIA-SPEC 14.1): device (the NPU kernel's formula, default) or "
+                      "golden (the vendor test golden's fp16 chain)")
+      ->check(CLI::IsMember({"device", "golden"}));
   run_cmd
       ->add_flag("--expected", run.expected,
                  "Write the float64 reference's exact answer (F32, before the cast to the output dtype) as "

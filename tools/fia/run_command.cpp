@@ -39,6 +39,10 @@ int reject(const RunArgs& args, const Status& st) {
   return kExitRejected;
 }
 
+PostQuantRounding post_quant_rounding(const RunArgs& args) {
+  return args.post_quant_rounding == "golden" ? PostQuantRounding::kGolden : PostQuantRounding::kDevice;
+}
+
 /// `--expected`: the float64 reference's answer in the format of the shared sample cases
 /// (cases/README.md): attention_out as F32 before the cast to the output dtype, softmax_lse F32
 /// ([1] holding 0 without the flag), and metadata out_dtype, lse_flag and about.
@@ -49,6 +53,16 @@ int write_expected(const RunArgs& args, const io::Case& c) {
   const detail::ReferenceResult exact = detail::reference_compute(p);
   OwnedTensor out(DType::F32, p.out_shape), lse(DType::F32, p.lse ? p.lse_shape : std::vector<std::int64_t>{1});
   for (std::size_t i = 0; i < exact.out.size(); ++i) out.as<float>()[i] = static_cast<float>(exact.out[i]);
+  if (p.post_quant.on) {  // an int8 output (FIA-SPEC 14): the reference's quantized values, as F32
+    Options opt;
+    opt.backend = Backend::kReference;
+    opt.post_quant_rounding = post_quant_rounding(args);
+    Outputs q;
+    const Status run = fused_infer_attention_score(c.args, opt, &q);
+    if (!run.ok()) return reject(args, run);
+    for (std::int64_t i = 0; i < q.attention_out.numel(); ++i)
+      out.as<float>()[i] = q.attention_out.as<std::int8_t>()[i];
+  }
   for (std::size_t i = 0; i < exact.lse.size(); ++i) lse.as<float>()[i] = static_cast<float>(exact.lse[i]);
   std::error_code ec;
   std::filesystem::create_directories(args.out_dir, ec);
@@ -89,6 +103,7 @@ int run_command(const RunArgs& in) {
   Options opt;
   opt.strict = args.strict;
   opt.threads = args.threads;
+  opt.post_quant_rounding = post_quant_rounding(args);
   opt.backend = args.backend == "reference" ? Backend::kReference : Backend::kCpu;
   Outputs out;
   st = fused_infer_attention_score(c.args, opt, &out);
