@@ -27,6 +27,7 @@
 #include "cpu/x86_reductions-inl.h"
 #include "cpu/decode-inl.h"
 #include "cpu/prefill-inl.h"
+#include "cpu/post_quant-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
@@ -65,6 +66,11 @@ const char* IsaName() { return hwy::TargetName(HWY_TARGET); }
 
 void RowExpSums(const WorkItem& it, ScoreView sv, const float* m, float* l) { row_exp_sums(DF(), it, sv, m, l); }
 
+void PostQuantDeviceRow(const float* src, const float* scale, const float* offset, bool channel, std::int64_t n,
+                        std::int8_t* dst) {
+  post_quant_device_row(src, scale, offset, channel, n, dst);
+}
+
 }  // namespace fia::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -74,6 +80,7 @@ namespace fia::detail {
 HWY_EXPORT(SelectKernels);
 HWY_EXPORT(IsaName);
 HWY_EXPORT(RowExpSums);
+HWY_EXPORT(PostQuantDeviceRow);
 
 void item_exp_sums(const WorkItem& item, ScoreView scores, const float* m, float* l) {
   HWY_DYNAMIC_DISPATCH(RowExpSums)(item, scores, m, l);
@@ -94,6 +101,11 @@ void item_accumulate(const Problem& p, const CpuPlan& plan, const WorkItem& item
 }
 
 const char* kernel_isa() { return HWY_DYNAMIC_DISPATCH(IsaName)(); }
+
+void post_quant_device_row(const float* src, const float* scale, const float* offset, bool channel, std::int64_t n,
+                           std::int8_t* dst) {
+  HWY_DYNAMIC_DISPATCH(PostQuantDeviceRow)(src, scale, offset, channel, n, dst);
+}
 
 float row_norm(const Problem& p, std::int64_t n, float m, float l, float* lse) {
   if (!p.has_sink) {
@@ -126,12 +138,17 @@ void write_row(const Problem& p, std::int64_t n, const float* src, void* orow) {
     if (src) store_row(src, p.v_dim, p.out_dtype, orow);
     return;
   }
-  if (src) {
+  const std::vector<float> zeros(src ? 0 : static_cast<std::size_t>(p.v_dim), 0.0f);
+  if (!src) src = zeros.data();
+  const auto& pq = p.post_quant;
+  if (pq.rounding == PostQuantRounding::kGolden) {
     post_quant_row(p, n, src, static_cast<std::int8_t*>(orow));
     return;
   }
-  const std::vector<float> zeros(static_cast<std::size_t>(p.v_dim), 0.0f);
-  post_quant_row(p, n, zeros.data(), static_cast<std::int8_t*>(orow));
+  const bool channel = pq.scale.size() != 1;
+  const std::int64_t first = channel ? n * p.v_dim : 0;  // (n, d) at n * V_D + d (14.2)
+  post_quant_device_row(src, pq.scale.data() + first, pq.offset.empty() ? nullptr : pq.offset.data() + first,
+                        channel, p.v_dim, static_cast<std::int8_t*>(orow));
 }
 
 /// Writes row i of (b, n) as the float64 reference computes it (docs/numerics.md "Overflow").

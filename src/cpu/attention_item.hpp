@@ -85,4 +85,10 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
 /// The name of the instruction set the kernels run on ("AVX3", "AVX2", "SSE4", ...).
 const char* kernel_isa();
 
+/// dst[d] = post_quant_device(src[d], scale, offset) for a row of n values on the best instruction
+/// set (FIA-SPEC 14.1, 25.1 #3): `channel` selects per-element scales and offsets (else element 0
+/// of each), `offset` may be null. Bit-identical to the scalar formula of numeric/post_quant.hpp.
+void post_quant_device_row(const float* src, const float* scale, const float* offset, bool channel, std::int64_t n,
+                           std::int8_t* dst);
+
 }  // namespace fia::detail

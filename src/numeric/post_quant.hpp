@@ -3,8 +3,10 @@
 // bit on the same float value.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "fia/args.hpp"
 #include "numeric/half.hpp"
@@ -33,10 +35,27 @@ inline std::int8_t saturate_int8(double r) {
 
 /// FIA-SPEC 14.1, device: y = fp32(o) * scale + offset in fp32, rounded to fp16 (ties away from
 /// zero), then to an integer (ties away from zero), saturated to int8.
+///
+/// Computed on the float's bits, without an fp16 conversion: |y| is clamped to 256 (beyond 128
+/// everything saturates alike), values below 2^-14 (fp16 subnormals) become 0 as integers anyway,
+/// and for the rest rounding away the 13 low mantissa bits with a carry of half their weight is
+/// fp16 rounding with ties away from zero (equal to round_to_f16_ties_away, tested exhaustively
+/// around every fp16 midpoint in tests/kernels/post_quant_test.cpp).
 inline std::int8_t post_quant_device(float o, float scale, float offset) {
   const float product = o * scale;
-  const float y = product + offset;
-  return saturate_int8(std::round(round_to_f16_ties_away(y)));
+  float y = product + offset;
+  if (std::isnan(y)) return 0;
+  y = y < -256.0f ? -256.0f : y > 256.0f ? 256.0f : y;
+  std::uint32_t bits;
+  std::memcpy(&bits, &y, 4);
+  const std::uint32_t sign = bits & 0x80000000u;
+  std::uint32_t mag = bits & 0x7FFFFFFFu;
+  if (mag < 0x38800000u) return 0;  // |y| < 2^-14
+  mag = (mag + 0x1000u) & ~0x1FFFu;  // fp16 grid, ties away from zero
+  float h;
+  std::memcpy(&h, &mag, 4);
+  const int q = static_cast<int>(h + 0.5f);  // h >= 0: half away from zero
+  return static_cast<std::int8_t>(sign ? -std::min(q, 128) : std::min(q, 127));
 }
 
 /// FIA-SPEC 14.1, golden G1: h = fp16(o); h = fp16(h * fp16(scale)); h = fp16(h + fp16(offset)),
@@ -56,12 +75,25 @@ inline std::int8_t post_quant(PostQuantRounding rounding, float o, float scale, 
 }
 
 /// Quantizes one output row of query head n: dst[d] = post_quant(src[d]) with the scale and offset
-/// of (n, d) (per-tensor or per-channel, FIA-SPEC 14.2). `src` holds V_D normalised values.
+/// of (n, d) (per-tensor or per-channel, FIA-SPEC 14.2). `src` holds V_D normalised values. The
+/// loops are specialised so that the per-element work is the formula alone.
 inline void post_quant_row(const Problem& p, std::int64_t n, const float* src, std::int8_t* dst) {
   const auto& pq = p.post_quant;
   const std::int64_t vd = p.v_dim;
-  for (std::int64_t d = 0; d < vd; ++d)
-    dst[d] = post_quant(pq.rounding, src[d], pq.scale_at(n, d, vd), pq.offset_at(n, d, vd));
+  const bool channel = pq.scale.size() != 1;
+  const float* scale = pq.scale.data() + (channel ? n * vd : 0);
+  const float* offset = pq.offset.empty() ? nullptr : pq.offset.data() + (channel ? n * vd : 0);
+  if (pq.rounding == PostQuantRounding::kGolden) {
+    for (std::int64_t d = 0; d < vd; ++d)
+      dst[d] = post_quant_golden(src[d], scale[channel ? d : 0], offset ? offset[channel ? d : 0] : 0.0f);
+  } else if (!channel) {
+    const float s = scale[0], f = offset ? offset[0] : 0.0f;
+    for (std::int64_t d = 0; d < vd; ++d) dst[d] = post_quant_device(src[d], s, f);
+  } else if (offset) {
+    for (std::int64_t d = 0; d < vd; ++d) dst[d] = post_quant_device(src[d], scale[d], offset[d]);
+  } else {
+    for (std::int64_t d = 0; d < vd; ++d) dst[d] = post_quant_device(src[d], scale[d], 0.0f);
+  }
 }
 
 }  // namespace fia::detail

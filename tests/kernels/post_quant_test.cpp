@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "api/plan_state.hpp"
+#include "cpu/attention_item.hpp"
+#include "cpu/isa.hpp"
 #include "numeric/post_quant.hpp"
 #include "reference/reference.hpp"
 #include "support/call_builder.hpp"
@@ -43,6 +46,72 @@ TEST(PostQuantFormula, Fp16RoundingTiesAwayFromZero) {
   EXPECT_EQ(detail::round_to_f16_ties_away(2048.5f), 2048.0f);
   EXPECT_EQ(detail::round_to_f16_ties_away(1.0f + 0x1p-11f), 1.0f + 0x1p-10f);
   EXPECT_EQ(detail::round_to_f16_ties_away(0.3f), detail::round_to_f16(0.3f));
+}
+
+/// The device formula written out step by step (fp16 conversion with ties away from zero, then
+/// std::round): the oracle of the bit-level post_quant_device.
+std::int8_t device_by_steps(float o, float scale, float offset) {
+  const float product = o * scale;
+  const float y = product + offset;
+  return detail::saturate_int8(std::round(detail::round_to_f16_ties_away(y)));
+}
+
+TEST(PostQuantFormula, DeviceFormulaEqualsItsStepByStepDefinition) {
+  // Every fp16 midpoint in [2^-15, 512] (and its float neighbours), both signs, and random values.
+  std::int64_t checked = 0;
+  for (std::uint32_t h = 0x0200; h < 0x6000; ++h) {  // fp16 magnitudes up to 512
+    const float a = detail::f16_to_f32(static_cast<std::uint16_t>(h));
+    const float b = detail::f16_to_f32(static_cast<std::uint16_t>(h + 1));
+    const float mid = a + (b - a) / 2;
+    for (float y : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f), a, b})
+      for (float sgn : {1.0f, -1.0f}) {
+        ASSERT_EQ(post_quant_device(sgn * y, 1.0f, 0.0f), device_by_steps(sgn * y, 1.0f, 0.0f)) << sgn * y;
+        ++checked;
+      }
+  }
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> o(-3.0f, 3.0f), scale(0.5f, 200.0f), offset(-5.0f, 5.0f);
+  for (int i = 0; i < 2000000; ++i) {
+    const float x = o(rng), s = scale(rng), f = offset(rng);
+    ASSERT_EQ(post_quant_device(x, s, f), device_by_steps(x, s, f)) << x << " " << s << " " << f;
+  }
+  for (float y : {0.0f, -0.0f, 1e-30f, 0x1p-14f, 0.5f, -0.5f, 127.49f, 127.5f, -128.5f, -129.0f, 1e30f, -1e30f,
+                  std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()})
+    EXPECT_EQ(post_quant_device(y, 1.0f, 0.0f), device_by_steps(y, 1.0f, 0.0f)) << y;
+  EXPECT_GT(checked, 100000);
+}
+
+TEST(PostQuantFormula, SimdRowEqualsTheScalarFormulaOnEveryIsa) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> o(-2.0f, 2.0f), scale(0.5f, 80.0f), offset(-5.0f, 5.0f);
+  std::vector<float> src(4099), sc(4099), of(4099);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = o(rng), sc[i] = scale(rng), of[i] = offset(rng);
+  // specials (NaN, infinities, zeros, tiny) and, from element 1000 on, fp16 midpoints with scale 1
+  // and offset 0: the ties of the fp16 and the integer rounding.
+  const float specials[] = {std::nanf(""), std::numeric_limits<float>::infinity(), -1e30f, 0.0f, -0.0f, 1e-30f};
+  for (std::size_t i = 0; i < std::size(specials); ++i) src[i * 7] = specials[i];
+  for (std::size_t i = 1000; i < src.size(); ++i) {
+    const auto h = static_cast<std::uint16_t>(0x3000 + (i - 1000) * 5);  // fp16 magnitudes 0.125 .. ~1600
+    const float a = detail::f16_to_f32(h), b = detail::f16_to_f32(static_cast<std::uint16_t>(h + 1));
+    src[i] = (i % 2 ? -1.0f : 1.0f) * (a + (b - a) / 2);
+    sc[i] = 1.0f;
+    of[i] = 0.0f;
+  }
+  for (const std::string& isa : detail::available_isas()) {
+    ASSERT_TRUE(detail::force_isa(isa));
+    for (std::int64_t n : {1, 3, 7, 8, 15, 16, 17, 31, 33, 64, 129, 4099})
+      for (bool channel : {false, true})
+        for (bool with_offset : {false, true}) {
+          std::vector<std::int8_t> got(static_cast<std::size_t>(n));
+          detail::post_quant_device_row(src.data(), sc.data(), with_offset ? of.data() : nullptr, channel, n,
+                                        got.data());
+          for (std::int64_t d = 0; d < n; ++d) {
+            const float s = channel ? sc[d] : sc[0], f = with_offset ? (channel ? of[d] : of[0]) : 0.0f;
+            ASSERT_EQ(got[d], post_quant_device(src[d], s, f)) << isa << " n " << n << " d " << d << " x " << src[d];
+          }
+        }
+  }
+  detail::force_isa("");
 }
 
 /// Adds quant_scale2 (and quant_offset2) to a call: per-tensor, or per-channel (Q_N, V_D).
