@@ -143,21 +143,20 @@ def zero_lse(like: Any) -> Any:
     return np.zeros((1,), dtype=np.float32)
 
 
+# torch dtype attribute -> fia dtype name
+_TORCH_DTYPE_NAMES = (("float16", "F16"), ("bfloat16", "BF16"), ("float32", "F32"), ("float64", "F64"),
+                      ("int8", "I8"), ("uint8", "U8"), ("bool", "BOOL"), ("int32", "I32"), ("int64", "I64"))
+
+
 def torch_dtype(name: str) -> Any:
-    torch = torch_module()
-    return {
-        "F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32, "F64": torch.float64,
-        "I8": torch.int8, "U8": torch.uint8, "BOOL": torch.bool, "I32": torch.int32, "I64": torch.int64,
-    }[name]
+    """The torch dtype of a fia dtype name."""
+    return next(getattr(torch_module(), t) for t, n in _TORCH_DTYPE_NAMES if n == name)
 
 
 def dtype_name(x: Any) -> str:
     """fia's name of an array's element type ("F16", "BF16", "F32", ...); "?" when it has none."""
     if is_torch_tensor(x):
-        torch = torch_module()
-        return {torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32", torch.float64: "F64",
-                torch.int8: "I8", torch.uint8: "U8", torch.bool: "BOOL", torch.int32: "I32",
-                torch.int64: "I64"}.get(x.dtype, "?")
+        return next((n for t, n in _TORCH_DTYPE_NAMES if getattr(_TORCH, t) == x.dtype), "?")
     if _NP_BF16 is not None and x.dtype == _NP_BF16:
         return "BF16"
     for name, t in _NP_DTYPES.items():

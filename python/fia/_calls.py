@@ -6,7 +6,7 @@ onto the C++ ``fia::FiaArgs`` fields (the torch_npu v1 names) and applies each e
 choices, as torch_npu's op plugin does before calling aclnn; ``execute`` plans and runs the call.
 """
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, NoReturn, Tuple
 
 from . import _C
 from . import _arrays
@@ -22,7 +22,6 @@ TENSOR_FIELDS = frozenset((
     "value_antiquant_offset", "key_shared_prefix", "value_shared_prefix", "query_rope", "key_rope",
     "key_rope_antiquant_scale", "dequant_scale_query", "learnable_sink",
 ))
-LIST_FIELDS = ("actual_seq_lengths", "actual_seq_lengths_kv", "actual_shared_prefix_len")
 
 # torch_npu name -> FiaArgs name, per function (names not listed are the same).
 RENAMES = {
@@ -139,17 +138,16 @@ def execute(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, A
 
 
 def plan(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any], backend: str = "default",
-         strict: bool = False, threads: int = 0, post_quant_rounding: str = "device") -> Optional["_C.Call"]:
+         strict: bool = False, threads: int = 0, post_quant_rounding: str = "device") -> "_C.Call":
     """The planned call itself (benchmarks); raises as execute() does."""
     tensors, attrs = to_fia(function, query, key, value, kwargs)
     try:
         return _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads, post_quant_rounding)
     except _C.StatusError as err:
         raise_as_called(function, err)
-    return None
 
 
-def raise_as_called(function: str, err: "_C.StatusError") -> None:
+def raise_as_called(function: str, err: "_C.StatusError") -> NoReturn:
     """Raises the library's error with the parameter named as `function` names it (v2's
     num_query_heads, IFA's actual_seq_lengths, PFA's deq_scale1, ...), in the message too."""
     code, parameter, message = err.args

@@ -84,8 +84,6 @@ def _register(function: str) -> None:
     def fake(query, key, value, *, backend="default", strict=False, threads=0, post_quant_rounding="device", **kwargs):
         renames = _calls.RENAMES[function]
         named = {renames.get(k, k): v for k, v in {**defaults, **kwargs}.items()}
-        if function == "npu_prompt_flash_attention":
-            named.pop("sparse_mode", None)
         rope = named.get("query_rope")
         out_shape, out_dtype, lse_shape = _shapes.outputs(
             query.shape, _arrays.dtype_name(query), value[0].shape, _arrays.dtype_name(value[0]), named,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "args/layout.hpp"
+#include "cpu/convert.hpp"
 #include "numeric/half.hpp"
 #include "validate/check_view.hpp"
 #include "validate/context.hpp"
@@ -35,26 +36,6 @@ Status check_like(const char* name, const View& t, DType dtype, const std::vecto
   if (t.shape != shape)
     return invalid(name, cat("shape must be ", shape_str(shape), " (", what, "), got ", shape_str(t.shape)));
   return check_view(name, t);
-}
-
-double load(const void* base, DType dtype, std::int64_t off) {
-  switch (dtype) {
-    case DType::F16: {
-      std::uint16_t h;
-      std::memcpy(&h, static_cast<const char*>(base) + off * 2, 2);
-      return f16_to_f32(h);
-    }
-    case DType::BF16: {
-      std::uint16_t h;
-      std::memcpy(&h, static_cast<const char*>(base) + off * 2, 2);
-      return bf16_to_f32(h);
-    }
-    default: {
-      float f;
-      std::memcpy(&f, static_cast<const char*>(base) + off * 4, 4);
-      return f;
-    }
-  }
 }
 
 void store(void* base, DType dtype, std::int64_t off, double x) {
@@ -216,8 +197,8 @@ Status merge_attention_states(TensorView out_a, TensorView lse_a, TensorView out
         const double wa = la == lb ? 0.5 : std::exp(la - merged);
         const double wb = la == lb ? 0.5 : std::exp(lb - merged);
         for (std::int64_t id = 0; id < nd; ++id) {
-          const double a = load(pa, dt, sa.at(ib, is, in, id));
-          const double b = load(pb, dt, sb.at(ib, is, in, id));
+          const double a = detail::load_one(pa, dt, sa.at(ib, is, in, id));
+          const double b = detail::load_one(pb, dt, sb.at(ib, is, in, id));
           store(po, dt, so.at(ib, is, in, id), a * wa + b * wb);
         }
         *lse_dst = static_cast<float>(merged);

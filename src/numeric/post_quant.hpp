@@ -68,12 +68,6 @@ inline std::int8_t post_quant_golden(float o, float scale, float offset) {
   return saturate_int8(std::nearbyint(h));
 }
 
-/// One element by the formula `rounding` chooses.
-inline std::int8_t post_quant(PostQuantRounding rounding, float o, float scale, float offset) {
-  return rounding == PostQuantRounding::kGolden ? post_quant_golden(o, scale, offset)
-                                                : post_quant_device(o, scale, offset);
-}
-
 /// Quantizes one output row of query head n: dst[d] = post_quant(src[d]) with the scale and offset
 /// of (n, d) (per-tensor or per-channel, FIA-SPEC 14.2). `src` holds V_D normalised values. The
 /// loops are specialised so that the per-element work is the formula alone.

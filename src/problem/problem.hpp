@@ -191,13 +191,6 @@ struct Problem {
     PostQuantRounding rounding = PostQuantRounding::kDevice;
     std::vector<float> scale, offset;
     bool zero_kv_rows = false;  ///< Q_S = 1: batches with L = 0 give quantize(0)
-    float scale_at(std::int64_t n, std::int64_t d, std::int64_t vd) const {
-      return scale.size() == 1 ? scale[0] : scale[static_cast<std::size_t>(n * vd + d)];
-    }
-    float offset_at(std::int64_t n, std::int64_t d, std::int64_t vd) const {
-      if (offset.empty()) return 0.0f;
-      return offset.size() == 1 ? offset[0] : offset[static_cast<std::size_t>(n * vd + d)];
-    }
   } post_quant;
 
   /// FIA-SPEC 19: the query is empty; nothing was validated and nothing is computed. out_shape is

@@ -1,8 +1,6 @@
 // FIA-SPEC 14 (with 13.2's float rows and 20.11 #27): quantizing the attention output of an
 // fp16/bf16 query to int8 with quant_scale2 / quant_offset2.
-#include <cstring>
-
-#include "numeric/half.hpp"
+#include "cpu/convert.hpp"
 #include "validate/context.hpp"
 
 namespace fia::detail {
@@ -18,14 +16,7 @@ float element(const TensorView& t, std::int64_t lin) {
     off += (lin % t.shape[k]) * t.stride(k);
     lin /= t.shape[k];
   }
-  if (t.dtype == DType::BF16) {
-    std::uint16_t h;
-    std::memcpy(&h, static_cast<const std::byte*>(t.data) + off * 2, 2);
-    return bf16_to_f32(h);
-  }
-  float f;
-  std::memcpy(&f, static_cast<const std::byte*>(t.data) + off * 4, 4);
-  return f;
+  return load_one(t.data, t.dtype, off);
 }
 
 /// 14.4: with quant_offset2, a sparse configuration that leaves a query row with no computed block

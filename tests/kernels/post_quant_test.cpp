@@ -114,6 +114,13 @@ TEST(PostQuantFormula, SimdRowEqualsTheScalarFormulaOnEveryIsa) {
   detail::force_isa("");
 }
 
+/// Element (n, d) of a post-quant scale or offset table: one value (per-tensor), Q_N * V_D
+/// (per-channel, n * V_D + d), or none (no offset: 0).
+float at(const std::vector<float>& table, std::int64_t n, std::int64_t d, std::int64_t vd) {
+  if (table.empty()) return 0.0f;
+  return table.size() == 1 ? table[0] : table[static_cast<std::size_t>(n * vd + d)];
+}
+
 /// Adds quant_scale2 (and quant_offset2) to a call: per-tensor, or per-channel (Q_N, V_D).
 void add_post_quant(TestCall& call, const CallSpec& spec, bool per_channel, bool offset, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -202,7 +209,7 @@ TEST(PostQuant, CpuMatchesTheReferenceExceptNextToATie) {
             const std::int64_t d = k % vd;
             double best = 1.0;
             for (std::int64_t n = 0; n < p.num_heads; ++n) {  // the boundary distance under any head
-              const double y = exact.out[k] * p.post_quant.scale_at(n, d, vd) + p.post_quant.offset_at(n, d, vd);
+              const double y = exact.out[k] * at(p.post_quant.scale, n, d, vd) + at(p.post_quant.offset, n, d, vd);
               best = std::min(best, std::fabs(std::fabs(y - std::floor(y)) - 0.5));
             }
             EXPECT_LT(best, 0x1p-8) << describe(spec) << " element " << k << ": cpu " << int(a[k]) << ", reference "
