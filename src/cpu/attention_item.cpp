@@ -119,21 +119,10 @@ float row_norm(const Problem& p, std::int64_t n, float m, float l, float* lse) {
   return std::exp(m - m2) / denom;
 }
 
-namespace {
-
-/// True when a row's f32 intermediates left float32: its max is a saturated (or NaN) score
-/// (saturate()), or the sum or P·V overflowed.
-bool row_overflowed(float m, float l, const float* acc, std::int64_t vd) {
-  if (!(std::abs(m) < std::numeric_limits<float>::max()) || !std::isfinite(l) || !(l > 0.0f)) return true;
-  for (std::int64_t d = 0; d < vd; ++d)
-    if (!std::isfinite(acc[d])) return true;
-  return false;
-}
-
 /// Writes one output row of query head n from its normalised f32 values: rounded to out_dtype,
 /// or quantized to int8 in the same pass (FIA-SPEC 14.1). `src` null: a fully masked row, which is
 /// 0, or quantize(0) with post-quant (25.1 #3).
-void write_row(const Problem& p, std::int64_t n, const float* src, void* orow) {
+void write_output_row(const Problem& p, std::int64_t n, const float* src, void* orow) {
   if (!p.post_quant.on) {
     if (src) store_row(src, p.v_dim, p.out_dtype, orow);
     return;
@@ -151,6 +140,17 @@ void write_row(const Problem& p, std::int64_t n, const float* src, void* orow) {
                         channel, p.v_dim, static_cast<std::int8_t*>(orow));
 }
 
+namespace {
+
+/// True when a row's f32 intermediates left float32: its max is a saturated (or NaN) score
+/// (saturate()), or the sum or P·V overflowed.
+bool row_overflowed(float m, float l, const float* acc, std::int64_t vd) {
+  if (!(std::abs(m) < std::numeric_limits<float>::max()) || !std::isfinite(l) || !(l > 0.0f)) return true;
+  for (std::int64_t d = 0; d < vd; ++d)
+    if (!std::isfinite(acc[d])) return true;
+  return false;
+}
+
 /// Writes row i of (b, n) as the float64 reference computes it (docs/numerics.md "Overflow").
 void recompute_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, const OutputRows& dst) {
   std::vector<double> exact(p.v_dim);
@@ -158,11 +158,11 @@ void recompute_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_
   auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
                dst.out.offset(b, n, i) * static_cast<std::int64_t>(dtype_size(p.out_dtype));
   if (!reference_row(p, b, n, i, exact.data(), &lse)) {  // fully masked: 0 (or quantize(0)) / +inf
-    write_row(p, n, nullptr, orow);
+    write_output_row(p, n, nullptr, orow);
     return;
   }
   std::vector<float> row(exact.begin(), exact.end());
-  write_row(p, n, row.data(), orow);
+  write_output_row(p, n, row.data(), orow);
   if (p.lse) static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(b, n, i)] = lse_as_f32(lse);
 }
 
@@ -178,7 +178,7 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
     auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
                  dst.out.offset(item.b, n, i) * static_cast<std::int64_t>(out_es);
     if (m[r] == kNegInf) {  // fully masked: 0 (or quantize(0)) / +inf (25.1 #1, #3)
-      write_row(p, n, nullptr, orow);
+      write_output_row(p, n, nullptr, orow);
       continue;
     }
     float* ar = acc + r * vd;
@@ -190,7 +190,7 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
     float norm = row_norm(p, n, m[r], l[r], &lse);
     if (p.p_rule.kind == PRule::Kind::kNormalizeFirst) norm = 1.0f;  // P·V is already normalised
     for (std::int64_t d = 0; d < vd; ++d) ar[d] *= norm;
-    write_row(p, n, ar, orow);
+    write_output_row(p, n, ar, orow);
     if (p.lse) static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(item.b, n, i)] = lse;
   }
 }

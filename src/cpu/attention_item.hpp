@@ -82,6 +82,11 @@ void item_exp_sums(const WorkItem& item, ScoreView scores, const float* m, float
 void item_finalize(const Problem& p, const WorkItem& item, const float* m, const float* l, float* acc,
                    const OutputRows& dst);
 
+/// Writes one output row of query head n from its normalised f32 values: rounded to out_dtype,
+/// or quantized to int8 in the same pass (FIA-SPEC 14.1). `src` null: a fully masked row, which is
+/// 0, or quantize(0) with post-quant (25.1 #3).
+void write_output_row(const Problem& p, std::int64_t n, const float* src, void* orow);
+
 /// The name of the instruction set the kernels run on ("AVX3", "AVX2", "SSE4", ...).
 const char* kernel_isa();
 

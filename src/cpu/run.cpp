@@ -1,5 +1,7 @@
 #include "cpu/run.hpp"
 
+#include "cpu/full_quant.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -21,6 +23,7 @@ std::size_t round16(std::size_t n) { return (n + 15) / 16 * 16; }
 
 /// One worker's slice of the workspace (layout as sized by make_cpu_plan).
 struct Scratch {
+  float* slice = nullptr;  ///< the worker's plan.floats_per_thread floats
   ItemScratch tiles;
   float* acc = nullptr;
   float* m = nullptr;
@@ -41,6 +44,8 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
     return r;
   };
   Scratch s;
+  s.slice = f;
+  if (p.full_quant.on) return s;  // carved by full_quant_item
   s.tiles.q = take(R * kw);
   s.tiles.k = take(C * kw);
   s.tiles.v = take(C * vd);
@@ -200,6 +205,17 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
   const Slots slots{base, workers == 1};
   const auto n_items = static_cast<std::int64_t>(plan.items.size());
   const std::int64_t vd = p.v_dim;
+  if (p.full_quant.on) {  // FIA-SPEC 13.1: its own pipeline, one item over all its chunks
+    auto run_items = [&] {
+      parallel_each(p, plan, slots, 0, n_items,
+                    [&](std::int64_t w, const Scratch& s) { full_quant_item(p, plan.items[w], s.slice, dst); });
+    };
+    if (slots.serial)
+      run_items();
+    else
+      arena_for(workers).execute(run_items);
+    return;
+  }
   auto body = [&] {
     parallel_each(p, plan, slots, 0, n_items, [&](std::int64_t w, const Scratch& s) {
       const WorkItem& it = plan.items[w];

@@ -150,7 +150,7 @@ struct Problem {
   std::int64_t qk_dim = 0;        ///< QK_D (without rope)
   std::int64_t rope_dim = 0;      ///< 0 without MLA rope
   std::int64_t v_dim = 0;         ///< V_D
-  DType dtype = DType::F16;       ///< query element type (F16, BF16, F32); also K/V's when kv_format is kFloat
+  DType dtype = DType::F16;       ///< query element type (F16, BF16, F32, I8); also K/V's when kv_format is kFloat
   DType kv_dtype = DType::F16;    ///< stored K/V element type: dtype, I8, or I32 (packed int4); strides count these
   KvFormat kv_format = KvFormat::kFloat;  ///< FIA-SPEC 12
   EntryPoint entry_point = EntryPoint::kFusedInferAttentionScore;  ///< the operator called
@@ -192,6 +192,15 @@ struct Problem {
     std::vector<float> scale, offset;
     bool zero_kv_rows = false;  ///< Q_S = 1: batches with L = 0 give quantize(0)
   } post_quant;
+
+  /// FIA-SPEC 13.1: int8 query, key and value ("full quantization"; dtype and kv_dtype I8,
+  /// kv_format kFloat), computed by its own pipeline (reference/full_quant.cpp). dequant1 and
+  /// dequant2 are already cut to 19 bits (numeric/full_quant.hpp), quant1 and scale16 are the fp16
+  /// values of quant_scale1 and the scale attribute. The output is F16, or I8 with post_quant.
+  struct FullQuant {
+    bool on = false;
+    float dequant1 = 1.0f, quant1 = 1.0f, dequant2 = 1.0f, scale16 = 1.0f;
+  } full_quant;
 
   /// FIA-SPEC 19: the query is empty; nothing was validated and nothing is computed. out_shape is
   /// the query's shape in the output layout (the query's own shape when the layout is unknown).

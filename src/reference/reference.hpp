@@ -38,4 +38,12 @@ inline float lse_as_f32(double lse) {
 /// with it (docs/numerics.md).
 bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, double* out, double* lse);
 
+/// reference_row for int8 full quantization (Problem::full_quant, FIA-SPEC 13.1): 1024-key
+/// chunks, an online softmax from fp16 scores, E rounded to fp16, P quantized to int8 with
+/// quant_scale1 (half to even, saturated), exact int32 P·V dequantized with dequant_scale2 (the
+/// first visible chunk in fp32, later ones in fp16 with fp16 accumulation), O / fp16(l), LSE =
+/// ln(l) + m. Masked keys take no part; chunks with no visible key are skipped.
+bool reference_full_quant_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, double* out,
+                              double* lse);
+
 }  // namespace fia::detail

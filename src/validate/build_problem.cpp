@@ -242,6 +242,7 @@ void fill_problem(const Ctx& c, Problem* p) {
       p->sink.push_back(to_float(a.learnable_sink.data, a.learnable_sink.dtype, n * a.learnable_sink.stride(0)));
   }
   p->out_dtype = c.dtype;
+  fill_full_quant(c, p);  // INT8 query: FP16 output
   fill_post_quant(c, p);  // int8 output with quant_scale2
   p->out_layout = c.layout.out;
   p->token_layout = is_token_layout(c.layout.in);

@@ -138,9 +138,10 @@ Status band(const Ctx& c) {
 Status features(const Ctx& c) {
   const FiaArgs& a = c.a;
   if (c.has_pse) {
-    if (a.pse_shift.dtype != c.dtype)
-      return invalid("pse_shift", cat("dtype must equal the query dtype ", dtype_name(c.dtype), ", got ",
-                                      dtype_name(a.pse_shift.dtype)));
+    const DType want = c.dtype == DType::I8 ? DType::F16 : c.dtype;  // 8.2: FP16 with an INT8 query
+    if (a.pse_shift.dtype != want)
+      return invalid("pse_shift", cat("dtype must be ", dtype_name(want), " with a ", dtype_name(c.dtype),
+                                      " query, got ", dtype_name(a.pse_shift.dtype)));
     if (c.rope) return invalid("pse_shift", "pse_shift does not combine with query_rope/key_rope");
     if (c.qk_dim != c.v_dim) return invalid("pse_shift", "pse_shift needs equal query and value head dims");
     if (c.q_seq == 1 && a.pse_shift.shape[2] != 1)
@@ -211,6 +212,7 @@ Status check_hardware(Ctx& c) {
   FIA_RETURN_IF_ERROR(features(c));
   FIA_RETURN_IF_ERROR(storage(c));
   FIA_RETURN_IF_ERROR(check_antiquant_hardware(c));
+  FIA_RETURN_IF_ERROR(check_full_quant_hardware(c));
   return Status::Ok();
 }
 

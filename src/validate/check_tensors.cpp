@@ -69,8 +69,15 @@ Status check_tensors(Ctx& c) {
                                   dname(a.value[i].dtype), " for tensor ", i));
   }
 
-  // Full quantization (FIA-SPEC 13) is a valid request fia does not compute yet.
-  if (q == DType::I8) return unsupported("query", "INT8 query (full quantization, FIA-SPEC 13) is not supported yet");
+  // Full quantization (FIA-SPEC 13.1): K/V are int8 like the query and used as stored.
+  if (q == DType::I8) {
+    FIA_RETURN_IF_ERROR(check_full_quant_params(c));
+    c.dtype = c.kv_dtype = DType::I8;
+    c.kv_format = KvFormat::kFloat;
+    if (a.quant_offset2.present() && !a.quant_scale2.present())
+      return invalid("quant_offset2", "requires quant_scale2, got quant_offset2 alone");
+    return Status::Ok();
+  }
   const bool quant_kv = k == DType::I8 || k == DType::I32;
   if (!quant_kv && k != q)
     return invalid("key", cat("key and value dtype must equal the query dtype ", dname(q), " (or be INT8/INT32 for ",

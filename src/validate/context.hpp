@@ -24,7 +24,7 @@ struct Ctx {
   bool strict;
 
   LayoutPair layout;
-  DType dtype = DType::F16;     // query (and key/value when kv_format is kFloat)
+  DType dtype = DType::F16;     // query (and key/value when kv_format is kFloat; I8: full quant)
   DType kv_dtype = DType::F16;  // stored key/value element: dtype, I8, or I32 (packed int4, 12.6)
   KvFormat kv_format = KvFormat::kFloat;
   Storage storage = Storage::kContiguous;
@@ -106,6 +106,11 @@ Status check_antiquant_shapes(Ctx& c);          // per-mode shapes against sizes
 Status check_antiquant_hardware(const Ctx& c);  // Ascend-only restrictions (12.4), strict mode only
 void fill_antiquant(const Ctx& c, Problem* p);   // Problem::key_antiquant / value_antiquant
 void fill_post_quant(const Ctx& c, Problem* p);  // Problem::post_quant, out_dtype I8 (14)
+
+// Int8 full quantization (FIA-SPEC 13.1-13.2, 20.11 #25), in check_full_quant.cpp.
+Status check_full_quant_params(Ctx& c);            // INT8 query: K/V dtype, scales (from check_tensors)
+Status check_full_quant_hardware(const Ctx& c);    // Ascend-only restrictions, strict mode only
+void fill_full_quant(const Ctx& c, Problem* p);    // Problem::full_quant, out_dtype F16
 
 /// Fills the Problem from a context that passed every check.
 void fill_problem(const Ctx& c, Problem* p);

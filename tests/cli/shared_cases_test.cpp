@@ -28,13 +28,13 @@ std::vector<std::string> case_dirs(const std::string& family) {
 class SharedValidCase : public ::testing::TestWithParam<std::string> {};
 
 /// Why a valid quant case is a call fia does not compute yet (empty: it computes it). KV
-/// antiquant (FIA-SPEC 12) and output quantization of fp16/bf16 attention (14) are built; full
-/// quantization (13) is not.
+/// antiquant (FIA-SPEC 12), int8 full quantization (13.1) and output quantization (14) are built;
+/// MLA full quantization (13.3) is not.
 std::string not_yet_computed(const std::string& dir) {
   io::TensorFile in;
   if (!io::read_safetensors(dir + "/inputs.safetensors", &in).ok()) return {};
-  if (in.tensors.count("query") && in.tensors.at("query").dtype == DType::I8)
-    return "int8 query: full quantization (FIA-SPEC 13) is not built yet";
+  if (in.tensors.count("query") && in.tensors.at("query").dtype == DType::I8 && in.tensors.count("query_rope"))
+    return "int8 query with rope: MLA full quantization (FIA-SPEC 13.3) is not built yet";
   return {};
 }
 
@@ -65,10 +65,9 @@ TEST_P(SharedValidCase, MatchesExpected) {
 /// rejected (status 2) as unsupported, but naming another parameter than the rule's.
 const std::map<std::string, std::string>& not_yet_built() {
   static const std::map<std::string, std::string> m = {
-      {"invalid-s727272-0119", "full quant (FIA-SPEC 13): dequant_scale1 dtype rule; INT8 query is unsupported"},
-      {"invalid-s727272-0157", "MLA full quant (FIA-SPEC 13.3): query_quant_mode; INT8 query is unsupported"},
-      {"invalid-s727272-0160", "MLA full quant (FIA-SPEC 13.3): scale shapes; INT8 query is unsupported"},
-      {"invalid-s727272-0163", "MLA full quant (FIA-SPEC 13.3): layouts; INT8 query is unsupported"},
+      {"invalid-s727272-0157", "MLA full quant (FIA-SPEC 13.3): query_quant_mode; MLA full quant is unsupported"},
+      {"invalid-s727272-0160", "MLA full quant (FIA-SPEC 13.3): scale shapes; MLA full quant is unsupported"},
+      {"invalid-s727272-0163", "MLA full quant (FIA-SPEC 13.3): layouts; MLA full quant is unsupported"},
   };
   return m;
 }
@@ -126,14 +125,16 @@ TEST(SharedCases, PresentWhenTheSharedFolderIs) {
   EXPECT_FALSE(case_dirs("invalid").empty());
   EXPECT_FALSE(case_dirs("invalid-quant").empty());
   // The KV antiquant sample cases (FIA-SPEC 12) are all computed.
-  int antiquant = 0;
+  int antiquant = 0, full_quant = 0;
   for (const auto& d : case_dirs("quant")) {
     io::TensorFile in;
     ASSERT_TRUE(io::read_safetensors(d + "/inputs.safetensors", &in).ok()) << d;
     const DType k = in.tensors.count("key") ? in.tensors.at("key").dtype : in.tensors.at("key.0").dtype;
     if ((k == DType::I8 || k == DType::I32) && not_yet_computed(d).empty()) ++antiquant;
+    if (in.tensors.at("query").dtype == DType::I8 && not_yet_computed(d).empty()) ++full_quant;
   }
   EXPECT_GE(antiquant, 10);
+  EXPECT_GE(full_quant, 3);  // int8 full quantization (FIA-SPEC 13.1)
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ std::vector<Rule> rules() {
       {"key_dtype", prefill(), [](A c) { c.args.key[0].dtype = DType::U8; c.args.value[0].dtype = DType::U8; }, "key", kInvalid},
       {"key_value_dtype_differ", prefill(), [](A c) { c.args.value[0].dtype = DType::BF16; }, "value", kInvalid},
       {"list_dtype", tensor_list(), [](A c) { c.args.key[1].dtype = DType::BF16; }, "key", kInvalid},
-      {"int8_query", prefill(), [](A c) { c.args.query.dtype = DType::I8; }, "query", kUnsup},
+      {"int8_query_float_kv", prefill(), [](A c) { c.args.query.dtype = DType::I8; }, "key", kInvalid},
       {"int8_kv_needs_scale", prefill(), [](A c) { c.args.key[0].dtype = DType::I8; c.args.value[0].dtype = DType::I8; }, "key_antiquant_scale", kInvalid},
       {"kv_dtype_ne_query", prefill(), [](A c) { c.args.key[0].dtype = DType::BF16; c.args.value[0].dtype = DType::BF16; }, "key", kInvalid},
       {"antiquant_scale_unused", prefill(), [](A c) { c.args.antiquant_scale = c.keep(zeros(DType::F16, {1})); }, "antiquant_scale", kInvalid},

@@ -1,0 +1,223 @@
+// Int8 full quantization (FIA-SPEC 13.1, 22.14, 25.1 #12): the scalar steps, the pipeline on hand
+// cases (one chunk and two), and the cpu backend against the reference on a sweep over layouts,
+// GQA, masks, sparse modes, pse, lengths around the 1024-key chunk, LSE and post-quant, on every
+// instruction set, bit for bit across thread counts. Validation: full_quant_rules_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "api/plan_state.hpp"
+#include "cpu/isa.hpp"
+#include "numeric/full_quant.hpp"
+#include "support/call_builder.hpp"
+#include "support/full_quant_builder.hpp"
+
+namespace fia::test {
+namespace {
+
+TEST(FullQuantSteps, NineteenBitScalesOf22_14) {
+  EXPECT_EQ(detail::truncate_to_19_bits(0.5f), 0.5f);
+  EXPECT_EQ(detail::truncate_to_19_bits(0.1f), 0.0999755859375f);
+  EXPECT_EQ(detail::truncate_to_19_bits(0.0123f), 0.012298583984375f);
+  EXPECT_EQ(detail::truncate_to_19_bits(-0.1f), -0.0999755859375f);
+}
+
+TEST(FullQuantSteps, PIsRoundedToFp16ThenHalfToEvenAndSaturated) {
+  EXPECT_EQ(detail::quantize_p(0.5f, 127.0f), 64);   // 63.5: a tie, to even
+  EXPECT_EQ(detail::quantize_p(0.5f, 125.0f), 62);   // 62.5: a tie, to even
+  EXPECT_EQ(detail::quantize_p(1.0f, 127.0f), 127);
+  EXPECT_EQ(detail::quantize_p(1.0f, 200.0f), 127);  // saturated
+  EXPECT_EQ(detail::quantize_p(1.0f, -300.0f), -128);
+  // 0.50048828125 * 127 = 63.562 in fp32, 63.5625 in fp16 -> 64; without the fp16 step also 64
+  EXPECT_EQ(detail::quantize_p(0.50048828125f, 127.0f), 64);
+  // fp16(0.0039215 * 127 = 0.498) = 0.498 -> 0, and a product that only fp16 makes a tie:
+  // 0.003936767578125 * 127 = 0.49997 -> fp16 0.5 -> 0 (even)
+  EXPECT_EQ(detail::quantize_p(0.003936767578125f, 127.0f), 0);
+  EXPECT_EQ(detail::quantize_p(0.011810302734375f, 127.0f), 2);  // 1.49990 -> fp16 1.5 -> 2
+}
+
+TEST(FullQuantSteps, ScoresAreClampedToTheFp16Range) {
+  EXPECT_EQ(detail::full_quant_score(1 << 22, 1.0f, 1.0f), 65504.0f);
+  EXPECT_EQ(detail::full_quant_score(-(1 << 22), 1.0f, 0.5f), -32752.0f);
+  EXPECT_EQ(detail::full_quant_score(1000, 0.001f, 1.0f), 1.0f);
+  // fp32 product, then fp16: 3 * 0.1 = 0.3 (fp16 0.2998046875), times 0.125 -> 0.037475585...
+  EXPECT_EQ(detail::full_quant_score(3, 0.1f, 0.125f), detail::round_to_f16(detail::round_to_f16(0.3f) * 0.125f));
+}
+
+/// One query row over L keys, D = 32: Q = 1 everywhere, K(j) = j % 5 - 2, V(j, d) = (j + d) % 7 - 3.
+/// The pipeline written out for it (one chunk or two), against both backends.
+TEST(FullQuantPipeline, HandComputedRowOverOneAndTwoChunks) {
+  for (std::int64_t L : {5, 1024, 1025, 1500}) {
+    const std::int64_t D = 32;
+    FullQuantCall call = hand_call(L, D);
+    // Expected by hand: scores s(j) = fp16(fp16(32 * (j % 5 - 2) * dq1) * sc16).
+    const float dq1 = detail::truncate_to_19_bits(0.01f), sc16 = detail::round_to_f16(0.5f);
+    const float q1 = 127.0f, dq2 = detail::truncate_to_19_bits(1.0f / 127.0f);
+    std::vector<float> o(D, 0.0f);
+    float m = -std::numeric_limits<float>::infinity();
+    double l = 0.0;
+    for (std::int64_t c0 = 0; c0 < L; c0 += 1024) {
+      const std::int64_t c1 = std::min(L, c0 + 1024);
+      float mc = -std::numeric_limits<float>::infinity();
+      for (std::int64_t j = c0; j < c1; ++j) mc = std::max(mc, detail::full_quant_score(32 * (j % 5 - 2), dq1, sc16));
+      const float mn = std::max(m, mc);
+      double sum = 0.0;
+      std::vector<std::int32_t> acc(D, 0);
+      for (std::int64_t j = c0; j < c1; ++j) {
+        const float s = detail::full_quant_score(32 * (j % 5 - 2), dq1, sc16);
+        sum += std::exp(static_cast<double>(s) - mc);
+        const int p = detail::quantize_p(detail::round_to_f16(static_cast<float>(std::exp(double(s) - mn))), q1);
+        for (std::int64_t d = 0; d < D; ++d) acc[d] += p * static_cast<int>((j + d) % 7 - 3);
+      }
+      const double alpha = std::exp(static_cast<double>(m) - mn);
+      l = l * alpha + sum * std::exp(static_cast<double>(mc) - mn);
+      for (std::int64_t d = 0; d < D; ++d)
+        o[d] = c0 == 0 ? acc[d] * dq2
+                       : detail::clamp_to_f16(o[d] * detail::round_to_f16(float(alpha)) +
+                                              detail::clamp_to_f16(acc[d] * dq2));
+      m = mn;
+    }
+    for (Backend backend : {Backend::kReference, Backend::kCpu}) {
+      const Outputs out = run_full_quant(call.call.args, backend, 1);
+      ASSERT_EQ(out.attention_out.dtype, DType::F16);
+      for (std::int64_t d = 0; d < D; ++d)
+        EXPECT_EQ(value_at(out.attention_out, d), detail::round_to_f16(o[d] / detail::clamp_to_f16(float(l))))
+            << "L " << L << " d " << d << (backend == Backend::kCpu ? " cpu" : " reference");
+      EXPECT_NEAR(out.softmax_lse.as<float>()[0], std::log(l) + m, 1e-5 * std::fabs(std::log(l) + m));
+    }
+  }
+}
+
+/// Compares the cpu backend with the reference: fp16 outputs equal bit for bit on at least 99 % of
+/// the elements and within criterion A everywhere; int8 outputs within 1 and equal on 99 %; LSE
+/// within 1e-5 relative. Returns the elements compared.
+std::int64_t expect_cpu_matches_reference(const FullQuantSpec& fs, std::uint64_t seed, const std::string& what) {
+  FullQuantCall fq = build_full_quant_call(fs, seed);
+  const Outputs ref = run_full_quant(fq.call.args, Backend::kReference, 1);
+  const Outputs cpu = run_full_quant(fq.call.args, Backend::kCpu, 2);
+  const Outputs one = run_full_quant(fq.call.args, Backend::kCpu, 1);
+  EXPECT_EQ(cpu.attention_out.bytes, one.attention_out.bytes) << what << ": 1 and 2 threads differ";
+  EXPECT_EQ(cpu.softmax_lse.bytes, one.softmax_lse.bytes) << what;
+  EXPECT_EQ(cpu.attention_out.dtype, fs.int8_out ? DType::I8 : DType::F16);
+  const std::int64_t n = cpu.attention_out.numel();
+  std::int64_t differ = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const double a = value_at(cpu.attention_out, k), e = value_at(ref.attention_out, k);
+    if (a == e) continue;
+    ++differ;
+    if (fs.int8_out)
+      EXPECT_LE(std::fabs(a - e), 1.0) << what << " element " << k;
+    else
+      EXPECT_LE(std::fabs(a - e), 2.5e-5 + 0.005 * std::fabs(e)) << what << " element " << k;
+  }
+  EXPECT_LE(differ * 100, n) << what << ": " << differ << " of " << n << " elements differ";
+  if (fs.spec.lse) {
+    const float* a = cpu.softmax_lse.as<float>();
+    const float* e = ref.softmax_lse.as<float>();
+    for (std::int64_t k = 0; k < cpu.softmax_lse.numel(); ++k) {
+      if (std::isinf(e[k])) {
+        EXPECT_EQ(a[k], e[k]) << what << " lse " << k;
+      } else {
+        EXPECT_NEAR(a[k], e[k], 1e-5 * (1.0 + std::fabs(e[k]))) << what << " lse " << k;
+      }
+    }
+  }
+  return n;
+}
+
+TEST(FullQuantCpu, MatchesTheReferenceOnASweep) {
+  std::uint64_t seed = 100;
+  std::int64_t compared = 0;
+  int variant = 0;
+  for (const char* layout : {"BNSD", "BSH", "BSND", "TND", "BNSD_BSND"})
+    for (std::int64_t kv : {37, 1023, 1025}) {
+      FullQuantSpec fs;
+      CallSpec& s = fs.spec;
+      s.layout = layout;
+      s.batch = 2;
+      s.num_heads = 4;
+      s.num_kv_heads = variant % 2 ? 2 : 1;
+      s.q_seq = 5 + variant % 3;
+      s.kv_seq = kv;
+      s.qk_dim = variant % 4 == 3 ? 48 : 64;
+      s.act_kv = std::vector<std::int64_t>{kv, kv - 1 - variant};
+      if (std::string(layout) == "TND") s.act_q = std::vector<std::int64_t>{s.q_seq, s.q_seq - 2};
+      s.lse = variant % 2 == 0;
+      switch (variant % 5) {
+        case 1: s.sparse_mode = 3, s.mask = MaskKind::kCompressed; break;
+        case 2: s.mask = MaskKind::kFull, s.mask_density = 0.4; break;
+        case 3: s.sparse_mode = 4, s.mask = MaskKind::kCompressed, s.pre_tokens = 700, s.next_tokens = 3; break;
+        case 4: s.sparse_mode = 2, s.mask = MaskKind::kCompressed; break;
+        default: break;
+      }
+      s.pse = variant % 3 == 1 && std::string(layout) != "TND";
+      fs.int8_out = variant % 3 != 0;
+      fs.per_channel = variant % 2 == 1;
+      fs.offset = variant % 4 == 1 && s.mask == MaskKind::kNone;
+      compared += expect_cpu_matches_reference(fs, ++seed, std::string(layout) + " kv " + std::to_string(kv) +
+                                                               " variant " + std::to_string(variant));
+      ++variant;
+    }
+  EXPECT_EQ(variant, 15);
+  EXPECT_GT(compared, 10000);
+}
+
+TEST(FullQuantCpu, LongRowsAndEveryIsa) {
+  // Chunk boundaries at 1024 and 2048 with a causal mask (chunks a row cannot see are skipped),
+  // on every instruction set the machine has.
+  for (const std::string& isa : detail::available_isas()) {
+    ASSERT_TRUE(detail::force_isa(isa));
+    FullQuantSpec fs;
+    fs.spec.layout = "BSND";
+    fs.spec.batch = 1;
+    fs.spec.num_heads = 2;
+    fs.spec.q_seq = 3;
+    fs.spec.kv_seq = 2049;
+    fs.spec.qk_dim = 32;
+    fs.spec.lse = true;
+    fs.int8_out = isa.size() % 2 == 0;
+    expect_cpu_matches_reference(fs, 5, isa + " 2049 keys");
+    fs.spec.sparse_mode = 3;
+    fs.spec.mask = MaskKind::kCompressed;
+    fs.spec.q_seq = 1030;
+    fs.spec.kv_seq = 1030;
+    fs.spec.num_heads = 1;
+    expect_cpu_matches_reference(fs, 6, isa + " causal 1030");
+  }
+  detail::force_isa("");
+}
+
+TEST(FullQuantCpu, FullyMaskedRowsAreZeroOrQuantizedZero) {
+  FullQuantSpec fs;
+  fs.spec.layout = "BNSD";
+  fs.spec.num_heads = 2;
+  fs.spec.q_seq = 6;
+  fs.spec.kv_seq = 40;
+  fs.spec.qk_dim = 32;
+  fs.spec.mask = MaskKind::kFull;
+  fs.spec.mask_density = 0.97;  // some rows see nothing
+  fs.spec.lse = true;
+  for (bool int8 : {false, true}) {
+    fs.int8_out = int8;
+    fs.offset = int8;
+    FullQuantCall fq = build_full_quant_call(fs, 11);
+    for (Backend backend : {Backend::kReference, Backend::kCpu}) {
+      const Outputs out = run_full_quant(fq.call.args, backend, 2);
+      int masked_rows = 0;
+      for (std::int64_t r = 0; r < 2 * 6; ++r) {
+        if (!std::isinf(out.softmax_lse.as<float>()[r])) continue;
+        ++masked_rows;
+        for (std::int64_t d = 0; d < 32; ++d) {
+          const double want = int8 ? std::nearbyint(fq.offset_value) : 0.0;  // quantize(0) = round(offset)
+          EXPECT_EQ(value_at(out.attention_out, r * 32 + d), want) << "row " << r;
+        }
+      }
+      EXPECT_GT(masked_rows, 0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fia::test
