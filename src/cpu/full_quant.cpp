@@ -9,43 +9,52 @@
 #include <hwy/highway.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "cpu/full_quant.hpp"
 #include "cpu/item_common.hpp"
 #include "numeric/full_quant.hpp"
+
+#include "cpu/full_quant_products-inl.h"
 
 #ifndef FIA_CPU_FULL_QUANT_LAYOUT_
 #define FIA_CPU_FULL_QUANT_LAYOUT_
 namespace fia::detail {
 namespace {
 
-constexpr std::int64_t kRows = 32;        // packed rows per item at most
-constexpr std::int64_t kLanePad = 64;     // int32 lanes of the widest vector Highway may target
-constexpr std::int64_t kTileMax = 2 * kLanePad;  // K tile columns: two vectors of int32 lanes
-constexpr std::int64_t kVTile = 64;       // V tile columns (32 pairs)
-constexpr std::int64_t kScoreCols = kFullQuantChunk + kTileMax;  // per row: a chunk and its padding
+constexpr std::int64_t kRows = 32;     // packed rows per item at most
+constexpr std::int64_t kLanePad = 64;  // int32 lanes of the widest vector Highway may target
+constexpr std::int64_t kKTile = 64;    // K rows converted at a time
+constexpr std::int64_t kVTile = 64;    // V rows grouped at a time (a multiple of every group size)
 
-std::int64_t up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+constexpr std::int64_t up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+constexpr std::int64_t kRowsPad = up(kRows, kLanePad);
 
-/// The per-worker scratch of an item, carved from one float buffer (all pieces 64-byte aligned).
+/// The per-worker scratch of an item (cpu/full_quant_products-inl.h for the groups), carved from
+/// one float buffer, every piece 64-byte aligned. Rows are padded to Rp, a multiple of the running
+/// target's int32 lanes (at most kRowsPad); strides below are the running target's.
 struct Buffers {
-  std::int16_t* q;    // R x Dp: query rows as int16
-  std::int16_t* kt;   // (Dp / 2) x tile x 2: K tile, pair-interleaved
-  float* s;           // R x kScoreCols: the chunk's fp16 scores (-inf: excluded)
-  std::int16_t* pq;   // R x kScoreCols: the chunk's int8 P as int16
-  std::int16_t* vt;   // (kVTile / 2) x VDp x 2: V tile, pair-interleaved
-  std::int32_t* acc;  // R x VDp: the chunk's int32 P·V
-  float* o;           // R x VDp: the output accumulator
-  float *m, *l, *alpha, *seen, *hit;  // per row
+  std::int32_t* q;    // (D / G) x Rp: query groups, transposed
+  std::byte* k;       // kKTile rows of K groups (int16 pairs, or bytes offset by 128)
+  float* s;           // chunk x Rp: the chunk's fp16 scores, column-major (-inf: excluded)
+  std::int32_t* p;    // (chunk / G) x Rp: P groups of columns (G c, ..., G c + G - 1)
+  std::int32_t* v;    // (kVTile / G) x VDp: V groups of rows
+  std::int32_t* acc;  // Rp x VDp: the chunk's int32 P·V
+  float* o;           // Rp x VDp: the output accumulator
+  float *m, *l, *alpha, *sum, *seen, *hit;  // per row
+  std::int32_t *qsum, *psum;                // per row: byte quads' offset corrections
 };
 
-/// Carves the buffers from `base` (null: only sizes them); returns the bytes used. Row strides of
-/// acc and o are up(VD, 4 * lanes) of the running target, at most VDp here.
+/// Carves the buffers from `base` (null: only sizes them); returns the bytes used.
 std::int64_t buffer_bytes(std::int64_t D, std::int64_t VD, Buffers* b, std::byte* base) {
-  const std::int64_t Dp = up(D, 2), VDp = up(VD, 4 * kLanePad);
+  const std::int64_t Dp = up(D, 4), VDp = up(VD, 4 * kLanePad), R = kRowsPad, C = kFullQuantChunk;
   std::int64_t off = 0;
   auto take = [&](std::int64_t bytes) {
     std::byte* p = base ? base + off : nullptr;
@@ -53,17 +62,50 @@ std::int64_t buffer_bytes(std::int64_t D, std::int64_t VD, Buffers* b, std::byte
     return p;
   };
   Buffers x;
-  x.q = reinterpret_cast<std::int16_t*>(take(kRows * Dp * 2));
-  x.kt = reinterpret_cast<std::int16_t*>(take(Dp * kTileMax * 2));
-  x.s = reinterpret_cast<float*>(take(kRows * kScoreCols * 4));
-  x.pq = reinterpret_cast<std::int16_t*>(take(kRows * kScoreCols * 2));
-  x.vt = reinterpret_cast<std::int16_t*>(take(kVTile * VDp * 2));
-  x.acc = reinterpret_cast<std::int32_t*>(take(kRows * VDp * 4));
-  x.o = reinterpret_cast<float*>(take(kRows * VDp * 4));
-  float** rows[] = {&x.m, &x.l, &x.alpha, &x.seen, &x.hit};
-  for (float** r : rows) *r = reinterpret_cast<float*>(take(kRows * 4));
+  x.q = reinterpret_cast<std::int32_t*>(take(Dp / 2 * R * 4));
+  x.k = take(kKTile * Dp * 2);
+  x.s = reinterpret_cast<float*>(take(C * R * 4));
+  x.p = reinterpret_cast<std::int32_t*>(take(C / 2 * R * 4));
+  x.v = reinterpret_cast<std::int32_t*>(take(kVTile / 2 * VDp * 4));
+  x.acc = reinterpret_cast<std::int32_t*>(take(R * VDp * 4));
+  x.o = reinterpret_cast<float*>(take(R * VDp * 4));
+  float** rows[] = {&x.m, &x.l, &x.alpha, &x.sum, &x.seen, &x.hit};
+  for (float** r : rows) *r = reinterpret_cast<float*>(take(R * 4));
+  x.qsum = reinterpret_cast<std::int32_t*>(take(R * 4));
+  x.psum = reinterpret_cast<std::int32_t*>(take(R * 4));
   if (b) *b = x;
   return off;
+}
+
+/// The group of G small integers x[0..G) (int16 pairs or bytes), as cpu/full_quant_products-inl.h
+/// reads it.
+template <int G>
+std::int32_t group_of(const std::int32_t* x) {
+  std::uint32_t g = 0;
+  for (int k = 0; k < G; ++k) g |= (static_cast<std::uint32_t>(x[k]) & (G == 2 ? 0xFFFFu : 0xFFu)) << (k * 32 / G);
+  return static_cast<std::int32_t>(g);
+}
+
+/// The K and V rows of columns [c0, c0 + count) of the item's batch and KV head, in order.
+template <class Fn>
+void each_kv_row(const Problem& p, const WorkItem& it, bool value, std::int64_t c0, std::int64_t count, Fn fn) {
+  for_each_run(p, it.b, it.h, c0, count, [&](std::int64_t c, const KvRun& run) {
+    for (std::int64_t t = 0; t < run.count; ++t)
+      fn(c + t, static_cast<const std::int8_t*>(value ? run.value : run.key) +
+                    t * (value ? run.value_stride : run.key_stride));
+  });
+}
+
+/// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
+bool cpu_has_vnni(bool avx512) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (avx512) return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1u);
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
+#else
+  (void)avx512;
+  return false;
+#endif
 }
 
 }  // namespace
@@ -75,11 +117,7 @@ namespace fia::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
-using DI = hn::ScalableTag<std::int32_t>;
-using DW = hn::Repartition<std::int16_t, DI>;  // the same bytes as int16 pairs
-using DH = hn::Rebind<std::int16_t, DI>;       // one int16 per int32 lane
 using VF = hn::Vec<DF>;
-using VI = hn::Vec<DI>;
 
 /// x (|x| <= 65504) rounded to fp16, nearest even: 10 mantissa bits for normal values, the
 /// subnormal quantum 2^-24 below 2^-14 (0.5 has that float ulp).
@@ -97,264 +135,219 @@ HWY_INLINE VF clamp_f16(DF df, VF x) {
   return round_f16(df, hn::Min(hn::Max(x, hn::Set(df, -kF16Max)), hn::Set(df, kF16Max)));
 }
 
-HWY_INLINE VI pair_at(DI di, const std::int16_t* p) {
-  std::int32_t v;
-  std::memcpy(&v, p, 4);
-  return hn::Set(di, v);
+/// Row vectors per register block and columns per block of qk_block on this target.
+constexpr int kQkRowVectors = HWY_MAX_BYTES >= 64 ? 2 : 4;
+constexpr int kQkColumns = HWY_MAX_BYTES >= 64 ? 6 : 2;
+
+/// Q·Kᵀ of NV row vectors from rv for the n rows of the K tile, into out (column-major, int32).
+template <int G, int NV>
+void qk_rows(const Buffers& bf, std::int64_t Rp, std::int64_t krow, std::int64_t groups, std::int64_t rv,
+             std::int64_t n, std::int32_t* out) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(DI()));
+  std::int64_t c = 0;
+  for (; c + kQkColumns <= n; c += kQkColumns)
+    qk_block<G, NV, kQkColumns>(bf.q + rv * L, Rp, bf.k + c * krow, krow, groups, out + c * Rp + rv * L);
+  for (; c < n; ++c) qk_block<G, NV, 1>(bf.q + rv * L, Rp, bf.k + c * krow, krow, groups, out + c * Rp + rv * L);
 }
 
-#if HWY_TARGET == HWY_SCALAR
-// One-lane target: the same sums in plain integer arithmetic.
-template <int NR>
-HWY_INLINE void score_block(const std::int16_t* q, std::int64_t Dp, const std::int16_t* kt, std::int64_t tc,
-                            float* s, float dequant1, float scale16) {
-  for (std::int64_t r = 0; r < NR; ++r)
-    for (std::int64_t c = 0; c < tc; ++c) {
-      std::int32_t dot = 0;
-      for (std::int64_t x = 0; x < Dp; ++x) dot += q[r * Dp + x] * kt[((x / 2) * tc + c) * 2 + x % 2];
-      s[r * kScoreCols + c] = full_quant_score(dot, dequant1, scale16);
-    }
-}
-
-template <int NR>
-HWY_INLINE void pv_block(const std::int16_t* pq, const std::int16_t* vt, std::int64_t VDp, std::int64_t pairs,
-                         std::int32_t* acc) {
-  for (std::int64_t r = 0; r < NR; ++r)
-    for (std::int64_t d = 0; d < 4; ++d)
-      for (std::int64_t c = 0; c < 2 * pairs; ++c)
-        acc[r * VDp + d] += pq[r * kScoreCols + c] * vt[((c / 2) * VDp + d) * 2 + c % 2];
-}
-#else
-/// Scores of NR packed rows x two column vectors of the K tile (`tc` columns, pair-interleaved),
-/// through the fp16 steps of 13.1, stored at s (row stride kScoreCols).
-template <int NR>
-HWY_INLINE void score_block(const std::int16_t* q, std::int64_t Dp, const std::int16_t* kt, std::int64_t tc,
-                            float* s, float dequant1, float scale16) {
-  const DI di;
-  const DW dw;
+/// The fp16 scores of every packed row over columns [cb, cb + nc) of a chunk, column-major in
+/// bf.s, with masks, band and pse applied (excluded: -inf).
+template <int G>
+void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::int64_t Rp, std::int64_t cb,
+                  std::int64_t nc) {
   const DF df;
-  const std::int64_t NL = static_cast<std::int64_t>(hn::Lanes(di));
-#define FIA_ZERO2(r) VI a##r##0 = hn::Zero(di), a##r##1 = hn::Zero(di), b##r##0 = hn::Zero(di), b##r##1 = hn::Zero(di);
-  FIA_ZERO2(0) FIA_ZERO2(1) FIA_ZERO2(2) FIA_ZERO2(3)
-#undef FIA_ZERO2
-  for (std::int64_t dp = 0; dp < Dp / 2; ++dp) {
-    const auto k0 = hn::LoadU(dw, kt + dp * tc * 2);
-    const auto k1 = hn::LoadU(dw, kt + dp * tc * 2 + 2 * NL);
-#define FIA_ROW(r)                                                               \
-  if constexpr (NR > r) {                                                        \
-    const auto qv = hn::BitCast(dw, pair_at(di, q + r * Dp + 2 * dp));           \
-    a##r##0 = hn::ReorderWidenMulAccumulate(di, qv, k0, a##r##0, b##r##0);       \
-    a##r##1 = hn::ReorderWidenMulAccumulate(di, qv, k1, a##r##1, b##r##1);       \
-  }
-    FIA_ROW(0) FIA_ROW(1) FIA_ROW(2) FIA_ROW(3)
-#undef FIA_ROW
-  }
-  const VF dq = hn::Set(df, dequant1), sc = hn::Set(df, scale16);
-  auto put = [&](VI a, VI b, float* dst) {
-    const VF x = clamp_f16(df, hn::Mul(hn::ConvertTo(df, hn::RearrangeToOddPlusEven(a, b)), dq));
-    hn::StoreU(clamp_f16(df, hn::Mul(x, sc)), df, dst);
-  };
-#define FIA_PUT(r)                                               \
-  if constexpr (NR > r) {                                        \
-    put(a##r##0, b##r##0, s + r * kScoreCols);                   \
-    put(a##r##1, b##r##1, s + r * kScoreCols + NL);              \
-  }
-  FIA_PUT(0) FIA_PUT(1) FIA_PUT(2) FIA_PUT(3)
-#undef FIA_PUT
-}
-
-/// acc[r][d] += sum over the V tile's pairs of P(r, pair) · V(pair, d) for NR rows and four
-/// vectors of d from d0 (P as int16 pairs at pq, row stride kScoreCols).
-template <int NR>
-HWY_INLINE void pv_block(const std::int16_t* pq, const std::int16_t* vt, std::int64_t VDp, std::int64_t pairs,
-                         std::int32_t* acc) {
   const DI di;
-  const DW dw;
-  const std::int64_t NL = static_cast<std::int64_t>(hn::Lanes(di));
-#define FIA_ZERO4(r)                                                                                    \
-  VI a##r##0 = hn::Zero(di), a##r##1 = hn::Zero(di), a##r##2 = hn::Zero(di), a##r##3 = hn::Zero(di);    \
-  VI b##r##0 = hn::Zero(di), b##r##1 = hn::Zero(di), b##r##2 = hn::Zero(di), b##r##3 = hn::Zero(di);
-  FIA_ZERO4(0) FIA_ZERO4(1)
-#undef FIA_ZERO4
-  for (std::int64_t cp = 0; cp < pairs; ++cp) {
-    const std::int16_t* v = vt + cp * VDp * 2;
-    const auto v0 = hn::LoadU(dw, v), v1 = hn::LoadU(dw, v + 2 * NL);
-    const auto v2 = hn::LoadU(dw, v + 4 * NL), v3 = hn::LoadU(dw, v + 6 * NL);
-#define FIA_ROW(r)                                                            \
-  if constexpr (NR > r) {                                                     \
-    const auto pv = hn::BitCast(dw, pair_at(di, pq + r * kScoreCols + 2 * cp)); \
-    a##r##0 = hn::ReorderWidenMulAccumulate(di, pv, v0, a##r##0, b##r##0);    \
-    a##r##1 = hn::ReorderWidenMulAccumulate(di, pv, v1, a##r##1, b##r##1);    \
-    a##r##2 = hn::ReorderWidenMulAccumulate(di, pv, v2, a##r##2, b##r##2);    \
-    a##r##3 = hn::ReorderWidenMulAccumulate(di, pv, v3, a##r##3, b##r##3);    \
-  }
-    FIA_ROW(0) FIA_ROW(1)
-#undef FIA_ROW
-  }
-  auto add = [&](VI a, VI b, std::int32_t* dst) {
-    hn::StoreU(hn::Add(hn::LoadU(di, dst), hn::RearrangeToOddPlusEven(a, b)), di, dst);
-  };
-#define FIA_ADD(r)                                                                                  \
-  if constexpr (NR > r) {                                                                           \
-    std::int32_t* row = acc + r * VDp;                                                              \
-    add(a##r##0, b##r##0, row), add(a##r##1, b##r##1, row + NL), add(a##r##2, b##r##2, row + 2 * NL), \
-        add(a##r##3, b##r##3, row + 3 * NL);                                                        \
-  }
-  FIA_ADD(0) FIA_ADD(1)
-#undef FIA_ADD
-}
-
-#endif  // HWY_TARGET == HWY_SCALAR
-
-/// Copies `count` token rows of an int8 K or V tensor (first token c0 of batch b, KV head h) into
-/// a pair-interleaved int16 tile: element (c, x) at tile[((x / 2) * ld + c) * 2 + x % 2] for the
-/// K layout (ld = tile columns) or tile[((c / 2) * ld + x) * 2 + c % 2] for the V layout (ld =
-/// VDp). Missing columns and elements stay as zeroed by the caller.
-void load_tile(const Problem& p, const WorkItem& it, bool value, std::int64_t c0, std::int64_t count,
-               std::int64_t dim, std::int64_t ld, std::int16_t* tile) {
-  for_each_run(p, it.b, it.h, c0, count, [&](std::int64_t c, const KvRun& run) {
-    for (std::int64_t t = 0; t < run.count; ++t) {
-      const auto* row = static_cast<const std::int8_t*>(value ? run.value : run.key) +
-                        t * (value ? run.value_stride : run.key_stride);
-      const std::int64_t cc = c + t;
-      if (value) {
-        std::int16_t* dst = tile + (cc / 2) * ld * 2 + cc % 2;
-        for (std::int64_t x = 0; x < dim; ++x) dst[x * 2] = row[x];
-      } else {
-        std::int16_t* dst = tile + cc * 2;
-        for (std::int64_t x = 0; x < dim; ++x) dst[(x / 2) * ld * 2 + x % 2] = row[x];
+  const std::int64_t R = packed_rows(it), D = p.qk_dim, Dg = up(D, G), L = static_cast<std::int64_t>(hn::Lanes(df));
+  const std::int64_t krow = G == 2 ? 2 * Dg : Dg, groups = Dg / G;
+  auto* raw = reinterpret_cast<std::int32_t*>(bf.s);  // int32 sums, turned into scores in place
+  for (std::int64_t t0 = 0; t0 < nc; t0 += kKTile) {
+    const std::int64_t n = std::min(kKTile, nc - t0);
+    each_kv_row(p, it, false, cb + t0, n, [&](std::int64_t c, const std::int8_t* row) {
+      std::int64_t x = 0;
+      if constexpr (G == 2) {  // int16 pairs
+        const hn::ScalableTag<std::int16_t> d16;
+        const hn::Rebind<std::int8_t, decltype(d16)> d8;
+        const auto step = static_cast<std::int64_t>(hn::Lanes(d16));
+        auto* dst = reinterpret_cast<std::int16_t*>(bf.k + c * krow);
+        for (; x + step <= D; x += step) hn::StoreU(hn::PromoteTo(d16, hn::LoadU(d8, row + x)), d16, dst + x);
+        for (; x < Dg; ++x) dst[x] = x < D ? row[x] : 0;
+      } else {  // bytes offset by 128: the unsigned operand
+        const hn::ScalableTag<std::uint8_t> d8;
+        const auto step = static_cast<std::int64_t>(hn::Lanes(d8));
+        auto* dst = reinterpret_cast<std::uint8_t*>(bf.k + c * krow);
+        const auto* src = reinterpret_cast<const std::uint8_t*>(row);
+        for (; x + step <= D; x += step) hn::StoreU(hn::Xor(hn::LoadU(d8, src + x), hn::Set(d8, 0x80)), d8, dst + x);
+        for (; x < Dg; ++x) dst[x] = static_cast<std::uint8_t>((x < D ? src[x] : 0) ^ 0x80);
       }
-    }
-  });
-}
-
-/// The scores of every packed row over columns [cb, cb + nc) of the chunk (padded to whole
-/// tiles), with masks, band and pse applied (excluded: -inf).
-void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::int64_t cb, std::int64_t nc) {
-  const std::int64_t R = packed_rows(it), D = p.qk_dim, Dp = up(D, 2);
-  const std::int64_t tc = 2 * static_cast<std::int64_t>(hn::Lanes(DI()));
+    });
+    const std::int64_t RV = Rp / L;
+    std::int64_t rv = 0;
+    for (; rv + kQkRowVectors <= RV; rv += kQkRowVectors)
+      qk_rows<G, kQkRowVectors>(bf, Rp, krow, groups, rv, n, raw + t0 * Rp);
+    for (; rv < RV; ++rv) qk_rows<G, 1>(bf, Rp, krow, groups, rv, n, raw + t0 * Rp);
+  }
   const auto& fq = p.full_quant;
-  for (std::int64_t t0 = 0; t0 < nc; t0 += tc) {
-    const std::int64_t n = std::min(tc, nc - t0);
-    std::fill(bf.kt, bf.kt + Dp * tc, std::int16_t{0});
-    load_tile(p, it, false, cb + t0, n, D, tc, bf.kt);
-    std::int64_t r = 0;
-    for (; r + 4 <= R; r += 4)
-      score_block<4>(bf.q + r * Dp, Dp, bf.kt, tc, bf.s + r * kScoreCols + t0, fq.dequant1, fq.scale16);
-    for (; r < R; ++r) score_block<1>(bf.q + r * Dp, Dp, bf.kt, tc, bf.s + r * kScoreCols + t0, fq.dequant1, fq.scale16);
+  const VF dq = hn::Set(df, fq.dequant1), sc = hn::Set(df, fq.scale16);
+  for (std::int64_t c = 0; c < nc; ++c)
+    for (std::int64_t r0 = 0; r0 < Rp; r0 += L) {
+      VI x = hn::LoadU(di, raw + c * Rp + r0);
+      if constexpr (G == 4) x = hn::Sub(x, hn::ShiftLeft<7>(hn::LoadU(di, bf.qsum + r0)));  // the 128 offset
+      const VF a = clamp_f16(df, hn::Mul(hn::ConvertTo(df, x), dq));
+      hn::StoreU(clamp_f16(df, hn::Mul(a, sc)), df, bf.s + c * Rp + r0);
+    }
+  for (std::int64_t t0 = 0; t0 < nc; t0 += kKTile) {
+    const std::int64_t n = std::min(kKTile, nc - t0);
     const bool full = tile_fully_visible(p, it, cb + t0, n);
-    for (r = 0; r < R; ++r) {
-      float* row = bf.s + r * kScoreCols + t0;
-      for (std::int64_t c = n; c < tc; ++c) row[c] = kNegInf;  // padding columns
-      if (full && !p.has_pse) continue;
-      const std::int64_t hn_ = it.query_head(p.group, r), i = it.query_row(r), b = it.b;
-      for (std::int64_t c = 0; c < n; ++c) {
-        const std::int64_t j = cb + t0 + c;
+    if (full && !p.has_pse) continue;
+    for (std::int64_t r = 0; r < R; ++r) {
+      const std::int64_t head = it.query_head(p.group, r), i = it.query_row(r), b = it.b;
+      for (std::int64_t c = t0; c < t0 + n; ++c) {
+        const std::int64_t j = cb + c;
+        float& s = bf.s[c * Rp + r];
         if (!full && (j < i + p.band_lo[b] || j > i + p.band_hi[b] || (p.has_mask && p.masked(b, i, j)))) {
-          row[c] = kNegInf;
+          s = kNegInf;
         } else if (p.has_pse) {  // "A + pse (fp16)"; a pse of -inf excludes the key
           const BiasIndex& x = p.pse;
           const float bias = load_one(x.base, x.dtype,
-                                      b * x.batch_stride + hn_ * x.head_stride + (p.q_start[b] + i) * x.row_stride +
+                                      b * x.batch_stride + head * x.head_stride + (p.q_start[b] + i) * x.row_stride +
                                           (j + p.kv_col_offset[b]) * x.col_stride);
-          row[c] = bias == kNegInf ? kNegInf : clamp_to_f16(row[c] + clamp_to_f16(bias));
+          s = bias == kNegInf ? kNegInf : clamp_to_f16(s + clamp_to_f16(bias));
         }
       }
     }
   }
 }
 
-/// The online softmax of one row over the chunk's ncp scores: E = fp16(exp(A - m_new)), P =
-/// int8(fp16(E * quant1)) into pq; updates m, l and the rescaling factor of the row.
-void chunk_softmax_row(const Problem& p, const Buffers& bf, std::int64_t r, std::int64_t ncp) {
-  const DF df;
-  const DI di;
-  const DH dh;
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-  float* s = bf.s + r * kScoreCols;
-  std::int16_t* pq = bf.pq + r * kScoreCols;
-  VF vmax = hn::Set(df, kNegInf);
-  for (std::int64_t c = 0; c < ncp; c += L) vmax = hn::Max(vmax, hn::LoadU(df, s + c));
-  const float mc = hn::GetLane(hn::MaxOfLanes(df, vmax));
-  bf.hit[r] = mc != kNegInf;
-  if (mc == kNegInf) {
-    std::fill(pq, pq + ncp, std::int16_t{0});
-    return;
-  }
-  const float m_old = bf.m[r], m_new = std::max(m_old, mc);
-  const VF vm = hn::Set(df, m_new), q1 = hn::Set(df, p.full_quant.quant1);
-  const VF lo = hn::Set(df, -128.0f), hi = hn::Set(df, 127.0f);
-  VF sum = hn::Zero(df);
-  for (std::int64_t c = 0; c < ncp; c += L) {
-    const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, s + c), vm));
-    sum = hn::Add(sum, e);
-    const VF y = clamp_f16(df, hn::Mul(round_f16(df, e), q1));
-    const VI pi = hn::ConvertTo(di, hn::Min(hn::Max(hn::Round(y), lo), hi));
-    hn::StoreU(hn::DemoteTo(dh, pi), dh, pq + c);
-  }
-  const double alpha = std::exp(static_cast<double>(m_old) - m_new);
-  bf.alpha[r] = round_to_f16(static_cast<float>(alpha));
-  bf.l[r] = static_cast<float>(bf.l[r] * alpha) + hn::GetLane(hn::SumOfLanes(df, sum));
-  bf.m[r] = m_new;
-}
-
-/// Folds the chunk's P·V into the rows' outputs: the first visible chunk in fp32, later ones as
-/// fp16 partials with fp16 accumulation (13.1).
-void fold_chunk(const Problem& p, const Buffers& bf, std::int64_t R, std::int64_t VDp) {
+/// The online softmax of the chunk's nc columns for every row: E = fp16(exp(A - m_new)), P =
+/// int8(fp16(E * quant1)) as groups in bf.p (and their row sums in bf.psum); the new row max goes
+/// to bf.alpha, the sum of E to bf.sum, and whether the row sees a key to bf.hit.
+template <int G>
+void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::int64_t nc) {
   const DF df;
   const DI di;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-  const VF dq2 = hn::Set(df, p.full_quant.dequant2);
-  for (std::int64_t r = 0; r < R; ++r) {
-    if (bf.hit[r] == 0.0f) continue;
-    float* o = bf.o + r * VDp;
-    const std::int32_t* acc = bf.acc + r * VDp;
-    const bool first = bf.seen[r] == 0.0f;
-    const VF alpha = hn::Set(df, bf.alpha[r]);
-    for (std::int64_t d = 0; d < VDp; d += L) {
-      const VF oj = hn::Mul(hn::ConvertTo(df, hn::LoadU(di, acc + d)), dq2);
-      const VF next = first ? oj : clamp_f16(df, hn::Add(hn::Mul(hn::LoadU(df, o + d), alpha), clamp_f16(df, oj)));
-      hn::StoreU(next, df, o + d);
+  const VF q1 = hn::Set(df, p.full_quant.quant1), lo = hn::Set(df, -128.0f), hi = hn::Set(df, 127.0f);
+  const VF ninf = hn::Set(df, kNegInf);
+  for (std::int64_t r0 = 0; r0 < Rp; r0 += L) {
+    VF mc = ninf;
+    for (std::int64_t c = 0; c < nc; ++c) mc = hn::Max(mc, hn::LoadU(df, bf.s + c * Rp + r0));
+    const VF m_old = hn::LoadU(df, bf.m + r0);
+    const auto hit = hn::Ne(mc, ninf);
+    const VF m_new = hn::IfThenElse(hit, hn::Max(m_old, mc), m_old);
+    const VF base = hn::IfThenElse(hit, m_new, hn::Zero(df));  // rows without a key: E = exp(-inf) = 0
+    VF sum = hn::Zero(df);
+    VI psum = hn::Zero(di);
+    for (std::int64_t c = 0; c < nc; c += G) {
+      VI x[G];
+      for (int k = 0; k < G; ++k) {
+        if (c + k >= nc) {
+          x[k] = hn::Zero(di);
+          continue;
+        }
+        const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
+        sum = hn::Add(sum, e);
+        const VF y = hn::Round(clamp_f16(df, hn::Mul(round_f16(df, e), q1)));
+        x[k] = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));
+        psum = hn::Add(psum, x[k]);
+      }
+      hn::StoreU(pack_groups<G>(di, x), di, bf.p + (c / G) * Rp + r0);
     }
-    bf.seen[r] = 1.0f;
+    hn::StoreU(hn::IfThenElseZero(hit, hn::Set(df, 1.0f)), df, bf.hit + r0);
+    hn::StoreU(m_new, df, bf.alpha + r0);
+    hn::StoreU(sum, df, bf.sum + r0);
+    hn::StoreU(psum, di, bf.psum + r0);
   }
 }
 
-void FullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
+/// P·V of the chunk's nc columns into bf.acc (rows < R), V grouped kVTile rows at a time.
+template <int G>
+void chunk_pv(const Problem& p, const WorkItem& it, const Buffers& bf, std::int64_t R, std::int64_t Rp,
+              std::int64_t VDp, std::int64_t cb, std::int64_t nc) {
+  const DI di;
+  const hn::Rebind<std::int8_t, DI> d8;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(di)), VD = p.v_dim;
+  std::fill(bf.acc, bf.acc + R * VDp, 0);
+  for (std::int64_t v0 = 0; v0 < nc; v0 += kVTile) {
+    const std::int64_t n = std::min(kVTile, nc - v0), groups = (n + G - 1) / G;
+    std::fill(bf.v, bf.v + groups * VDp, 0);
+    each_kv_row(p, it, true, cb + v0, n, [&](std::int64_t c, const std::int8_t* row) {
+      std::int32_t* dst = bf.v + (c / G) * VDp;
+      const int shift = static_cast<int>(c % G) * 32 / G;
+      const VI mask = hn::Set(di, G == 2 ? 0xFFFF : 0xFF), flip = hn::Set(di, G == 2 ? 0 : 0x80);
+      std::int64_t d = 0;
+      for (; d + L <= VD; d += L) {
+        const VI x = hn::And(hn::Xor(hn::PromoteTo(di, hn::LoadU(d8, row + d)), flip), mask);
+        hn::StoreU(hn::Or(hn::LoadU(di, dst + d), hn::ShiftLeftSame(x, shift)), di, dst + d);
+      }
+      for (; d < VD; ++d) {
+        const auto x = (static_cast<std::uint32_t>(row[d]) ^ (G == 2 ? 0u : 0x80u)) & (G == 2 ? 0xFFFFu : 0xFFu);
+        dst[d] = static_cast<std::int32_t>(static_cast<std::uint32_t>(dst[d]) | (x << shift));
+      }
+    });
+    for (std::int64_t d0 = 0; d0 < VD; d0 += 4 * L) {
+      std::int64_t r = 0;
+      for (; r + 2 <= R; r += 2)
+        pv_block<G, 2>(bf.p + v0 / G * Rp + r, Rp, bf.v + d0, VDp, groups, bf.acc + r * VDp + d0);
+      for (; r < R; ++r) pv_block<G, 1>(bf.p + v0 / G * Rp + r, Rp, bf.v + d0, VDp, groups, bf.acc + r * VDp + d0);
+    }
+  }
+}
+
+template <int G>
+void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
   Buffers bf;
   buffer_bytes(p.qk_dim, p.v_dim, &bf, reinterpret_cast<std::byte*>(scratch));
-  const std::int64_t lanes = static_cast<std::int64_t>(hn::Lanes(DI()));
-  const std::int64_t R = packed_rows(it), D = p.qk_dim, Dp = up(D, 2), VD = p.v_dim, VDp = up(VD, 4 * lanes);
-  const std::int64_t tc = 2 * lanes;
+  const DF df;
+  const DI di;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(di));
+  const std::int64_t R = packed_rows(it), Rp = up(R, L), D = p.qk_dim, Dg = up(D, G), VD = p.v_dim;
+  const std::int64_t VDp = up(VD, 4 * L);
+  std::fill(bf.q, bf.q + Dg / G * Rp, 0);
+  std::fill(bf.qsum, bf.qsum + Rp, 0);
   for (std::int64_t r = 0; r < R; ++r) {
     const auto* q = static_cast<const std::int8_t*>(p.query.base) +
                     p.query.offset(it.b, it.query_head(p.group, r), it.query_row(r));
-    std::int16_t* qr = bf.q + r * Dp;
-    for (std::int64_t d = 0; d < Dp; ++d) qr[d] = d < D ? q[d] : 0;
-    bf.m[r] = kNegInf;
-    bf.l[r] = 0.0f;
-    bf.seen[r] = 0.0f;
+    for (std::int64_t g = 0; g < Dg / G; ++g) {
+      std::int32_t x[G];
+      for (int k = 0; k < G; ++k) x[k] = G * g + k < D ? q[G * g + k] : 0;
+      bf.q[g * Rp + r] = group_of<G>(x);
+    }
+    for (std::int64_t d = 0; d < D; ++d) bf.qsum[r] += q[d];
   }
+  std::fill(bf.m, bf.m + Rp, kNegInf);
+  std::fill(bf.l, bf.l + Rp, 0.0f);
+  std::fill(bf.seen, bf.seen + Rp, 0.0f);
   std::fill(bf.o, bf.o + R * VDp, 0.0f);
+  const VF dq2 = hn::Set(df, p.full_quant.dequant2);
   for (std::int64_t k = it.col_begin / kFullQuantChunk; k * kFullQuantChunk < it.col_end; ++k) {
     const std::int64_t cb = std::max(it.col_begin, k * kFullQuantChunk);
-    const std::int64_t nc = std::min(it.col_end, (k + 1) * kFullQuantChunk) - cb, ncp = up(nc, tc);
-    chunk_scores(p, it, bf, cb, nc);
-    for (std::int64_t r = 0; r < R; ++r) chunk_softmax_row(p, bf, r, ncp);
-    std::fill(bf.acc, bf.acc + R * VDp, 0);
-    const std::int64_t dv = 4 * lanes;
-    for (std::int64_t v0 = 0; v0 < nc; v0 += kVTile) {
-      const std::int64_t n = std::min(kVTile, nc - v0), pairs = (n + 1) / 2;
-      std::fill(bf.vt, bf.vt + kVTile * VDp, std::int16_t{0});
-      load_tile(p, it, true, cb + v0, n, VD, VDp, bf.vt);
-      for (std::int64_t d0 = 0; d0 < VD; d0 += dv) {
-        std::int64_t r = 0;
-        for (; r + 2 <= R; r += 2)
-          pv_block<2>(bf.pq + r * kScoreCols + v0, bf.vt + d0 * 2, VDp, pairs, bf.acc + r * VDp + d0);
-        for (; r < R; ++r) pv_block<1>(bf.pq + r * kScoreCols + v0, bf.vt + d0 * 2, VDp, pairs, bf.acc + r * VDp + d0);
-      }
+    const std::int64_t nc = std::min(it.col_end, (k + 1) * kFullQuantChunk) - cb;
+    chunk_scores<G>(p, it, bf, Rp, cb, nc);
+    chunk_softmax<G>(p, bf, Rp, nc);
+    for (std::int64_t r = 0; r < R; ++r) {  // l and the rescaling factor as the reference forms them
+      if (bf.hit[r] == 0.0f) continue;
+      const float m_new = bf.alpha[r];
+      const double alpha = std::exp(static_cast<double>(bf.m[r]) - m_new);
+      bf.l[r] = static_cast<float>(bf.l[r] * alpha) + bf.sum[r];
+      bf.alpha[r] = round_to_f16(static_cast<float>(alpha));
+      bf.m[r] = m_new;
     }
-    fold_chunk(p, bf, R, VDp);
+    chunk_pv<G>(p, it, bf, R, Rp, VDp, cb, nc);
+    // Fold the chunk into the outputs: the first visible chunk in fp32, later ones as fp16
+    // partials with fp16 accumulation (13.1).
+    for (std::int64_t r = 0; r < R; ++r) {
+      if (bf.hit[r] == 0.0f) continue;
+      float* o = bf.o + r * VDp;
+      const bool first = bf.seen[r] == 0.0f;
+      const VF alpha = hn::Set(df, bf.alpha[r]);
+      const VI offset = hn::Set(di, G == 4 ? 128 * bf.psum[r] : 0);  // V's 128 offset times sum P
+      for (std::int64_t d = 0; d < VDp; d += L) {
+        const VF oj = hn::Mul(hn::ConvertTo(df, hn::Sub(hn::LoadU(di, bf.acc + r * VDp + d), offset)), dq2);
+        hn::StoreU(first ? oj : clamp_f16(df, hn::Add(hn::Mul(hn::LoadU(df, o + d), alpha), clamp_f16(df, oj))), df,
+                   o + d);
+      }
+      bf.seen[r] = 1.0f;
+    }
   }
   std::vector<float> row(static_cast<std::size_t>(VD));
   for (std::int64_t r = 0; r < R; ++r) {
@@ -373,6 +366,14 @@ void FullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const O
   }
 }
 
+void FullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
+#if FIA_FULL_QUANT_QUADS
+  static const bool vnni = cpu_has_vnni(HWY_TARGET != HWY_AVX2);
+  if (vnni && byte_quads_allowed()) return full_quant_item_groups<4>(p, it, scratch, dst);
+#endif
+  full_quant_item_groups<2>(p, it, scratch, dst);
+}
+
 }  // namespace fia::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -380,6 +381,13 @@ HWY_AFTER_NAMESPACE();
 namespace fia::detail {
 
 HWY_EXPORT(FullQuantItem);
+
+namespace {
+std::atomic<bool> g_byte_quads{true};
+}  // namespace
+
+bool byte_quads_allowed() { return g_byte_quads.load(std::memory_order_relaxed); }
+void allow_byte_quads(bool allowed) { g_byte_quads.store(allowed, std::memory_order_relaxed); }
 
 void full_quant_item(const Problem& p, const WorkItem& item, float* scratch, const OutputRows& dst) {
   HWY_DYNAMIC_DISPATCH(FullQuantItem)(p, item, scratch, dst);

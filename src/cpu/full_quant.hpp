@@ -26,4 +26,10 @@ CpuPlan make_full_quant_plan(const Problem& p, int threads);
 /// aligned), writing its attention_out rows (F16, or int8 with post-quant) and LSE rows to dst.
 void full_quant_item(const Problem& p, const WorkItem& item, float* scratch, const OutputRows& dst);
 
+/// Whether items may use byte-quad products (VNNI, see cpu/full_quant_products-inl.h) where the CPU
+/// has them; tests turn them off to run the 16-bit pair products on the same instruction set.
+/// Results are identical either way (both are exact).
+bool byte_quads_allowed();
+void allow_byte_quads(bool allowed);
+
 }  // namespace fia::detail

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "api/plan_state.hpp"
+#include "cpu/full_quant.hpp"
 #include "cpu/isa.hpp"
 #include "numeric/full_quant.hpp"
 #include "support/call_builder.hpp"
@@ -166,26 +167,29 @@ TEST(FullQuantCpu, MatchesTheReferenceOnASweep) {
 
 TEST(FullQuantCpu, LongRowsAndEveryIsa) {
   // Chunk boundaries at 1024 and 2048 with a causal mask (chunks a row cannot see are skipped),
-  // on every instruction set the machine has.
-  for (const std::string& isa : detail::available_isas()) {
-    ASSERT_TRUE(detail::force_isa(isa));
-    FullQuantSpec fs;
-    fs.spec.layout = "BSND";
-    fs.spec.batch = 1;
-    fs.spec.num_heads = 2;
-    fs.spec.q_seq = 3;
-    fs.spec.kv_seq = 2049;
-    fs.spec.qk_dim = 32;
-    fs.spec.lse = true;
-    fs.int8_out = isa.size() % 2 == 0;
-    expect_cpu_matches_reference(fs, 5, isa + " 2049 keys");
-    fs.spec.sparse_mode = 3;
-    fs.spec.mask = MaskKind::kCompressed;
-    fs.spec.q_seq = 1030;
-    fs.spec.kv_seq = 1030;
-    fs.spec.num_heads = 1;
-    expect_cpu_matches_reference(fs, 6, isa + " causal 1030");
-  }
+  // on every instruction set the machine has, with byte-quad (VNNI) and 16-bit pair products.
+  for (const std::string& isa : detail::available_isas())
+    for (bool quads : {true, false}) {
+      ASSERT_TRUE(detail::force_isa(isa));
+      detail::allow_byte_quads(quads);
+      FullQuantSpec fs;
+      fs.spec.layout = "BSND";
+      fs.spec.batch = 1;
+      fs.spec.num_heads = 2;
+      fs.spec.q_seq = 3;
+      fs.spec.kv_seq = 2049;
+      fs.spec.qk_dim = 32;
+      fs.spec.lse = true;
+      fs.int8_out = isa.size() % 2 == 0;
+      expect_cpu_matches_reference(fs, 5, isa + " 2049 keys");
+      fs.spec.sparse_mode = 3;
+      fs.spec.mask = MaskKind::kCompressed;
+      fs.spec.q_seq = 1030;
+      fs.spec.kv_seq = 1030;
+      fs.spec.num_heads = 1;
+      expect_cpu_matches_reference(fs, 6, isa + " causal 1030");
+    }
+  detail::allow_byte_quads(true);
   detail::force_isa("");
 }
 
