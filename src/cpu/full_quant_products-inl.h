@@ -27,6 +27,7 @@ using VI = hn::Vec<DI>;
 
 /// Targets with byte quads (G = 4), on a CPU with the matching VNNI: AVX-512 VNNI for the AVX-512
 /// targets, AVX-VNNI (VEX-encoded, 256-bit) for AVX2.
+#undef FIA_FULL_QUANT_QUADS
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
 #define FIA_FULL_QUANT_QUADS 1
 #else

@@ -9,6 +9,7 @@
 #include "aclnnop/aclnn_fused_infer_attention_score_v2.h"
 #include "capi/errors.hpp"
 #include "support/call_builder.hpp"
+#include "support/full_quant_builder.hpp"
 
 namespace fia::test {
 namespace {
@@ -113,6 +114,43 @@ TEST(CApiStatus, PostQuantWritesAnInt8OutputAndRejectsAFloatOne) {
     std::vector<std::byte> workspace(ws);
     ASSERT_EQ(aclnnFusedInferAttentionScoreV2(ws ? workspace.data() : nullptr, ws, ex, nullptr), ACLNN_SUCCESS);
     EXPECT_EQ(out8.bytes, want.attention_out.bytes);
+  }
+}
+
+TEST(CApiStatus, FullQuantWritesAnFp16OutputAndRejectsABf16One) {
+  // INT8 query/key/value with deqScale1 (UINT64), quantScale1, deqScale2 (FIA-SPEC 13.1-13.2):
+  // attentionOut FP16, the C++ API's values bit for bit; BF16 output is not an allowed pair.
+  FullQuantSpec fs;
+  fs.spec.layout = "BNSD";
+  fs.spec.num_heads = 2, fs.spec.q_seq = 3, fs.spec.kv_seq = 40, fs.spec.qk_dim = 32;
+  FullQuantCall fq = build_full_quant_call(fs, 7);
+  const FiaArgs& a = fq.call.args;
+  ASSERT_EQ(a.dequant_scale1.dtype, DType::U64);
+  Outputs want;
+  ASSERT_TRUE(fia::fused_infer_attention_score(a, Options{}, &want).ok());
+  ASSERT_EQ(want.attention_out.dtype, DType::F16);
+  OwnedTensor out16(DType::F16, {1, 2, 3, 32}), out_bf16(DType::BF16, {1, 2, 3, 32});
+  AclTensor q = acl_tensor(a.query), d1 = acl_tensor(a.dequant_scale1), q1 = acl_tensor(a.quant_scale1),
+            d2 = acl_tensor(a.dequant_scale2);
+  AclList k = acl_list(a.key), v = acl_list(a.value);
+  char layout[] = "BNSD";
+  const aclTensor* n = nullptr;
+  for (OwnedTensor* out : {&out16, &out_bf16}) {
+    AclTensor o = acl_tensor(out->mutable_view());
+    uint64_t ws = 0;
+    aclOpExecutor* ex = nullptr;
+    const aclnnStatus st = aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
+        q.get(), k.get(), v.get(), n, n, nullptr, nullptr, d1.get(), q1.get(), d2.get(), n, n, n, n, n, n, n, n, n, n,
+        n, n, n, nullptr, 2, a.scale, kIntMax, kIntMax, layout, 0, 0, 0, 0, 0, false, 0, 0, o.get(), nullptr, &ws, &ex);
+    if (out == &out_bf16) {
+      EXPECT_EQ(st, ACLNN_ERR_PARAM_INVALID);
+      EXPECT_NE(std::string(aclGetRecentErrMsg()).find("attentionOut"), std::string::npos) << aclGetRecentErrMsg();
+      continue;
+    }
+    ASSERT_EQ(st, ACLNN_SUCCESS) << aclGetRecentErrMsg();
+    std::vector<std::byte> workspace(ws);
+    ASSERT_EQ(aclnnFusedInferAttentionScoreV2(ws ? workspace.data() : nullptr, ws, ex, nullptr), ACLNN_SUCCESS);
+    EXPECT_EQ(out16.bytes, want.attention_out.bytes);
   }
 }
 

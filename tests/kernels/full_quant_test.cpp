@@ -14,6 +14,8 @@
 #include "numeric/full_quant.hpp"
 #include "support/call_builder.hpp"
 #include "support/full_quant_builder.hpp"
+#include "support/run_helpers.hpp"
+#include "validate/build_problem.hpp"
 
 namespace fia::test {
 namespace {
@@ -91,10 +93,20 @@ TEST(FullQuantPipeline, HandComputedRowOverOneAndTwoChunks) {
   }
 }
 
-/// Compares the cpu backend with the reference: fp16 outputs equal bit for bit on at least 99 % of
-/// the elements and within criterion A everywhere; int8 outputs within 1 and equal on 99 %; LSE
-/// within 1e-5 relative. Returns the elements compared.
-std::int64_t expect_cpu_matches_reference(const FullQuantSpec& fs, std::uint64_t seed, const std::string& what) {
+/// Differing and compared elements of a comparison.
+struct Tally {
+  std::int64_t differ = 0, elements = 0;
+  void operator+=(const Tally& t) {
+    differ += t.differ;
+    elements += t.elements;
+  }
+};
+
+/// Compares the cpu backend with the reference: fp16 outputs within criterion A, int8 outputs
+/// within 1 and different only next to a rounding tie; LSE within 1e-5 relative; 1 and 2 threads
+/// bit-identical. The two differ where the row sum l (float32 in the cpu backend, float64 in the
+/// reference) lies next to an fp16 rounding boundary: rarely, and then in a whole row.
+Tally expect_cpu_matches_reference(const FullQuantSpec& fs, std::uint64_t seed, const std::string& what) {
   FullQuantCall fq = build_full_quant_call(fs, seed);
   const Outputs ref = run_full_quant(fq.call.args, Backend::kReference, 1);
   const Outputs cpu = run_full_quant(fq.call.args, Backend::kCpu, 2);
@@ -103,17 +115,33 @@ std::int64_t expect_cpu_matches_reference(const FullQuantSpec& fs, std::uint64_t
   EXPECT_EQ(cpu.softmax_lse.bytes, one.softmax_lse.bytes) << what;
   EXPECT_EQ(cpu.attention_out.dtype, fs.int8_out ? DType::I8 : DType::F16);
   const std::int64_t n = cpu.attention_out.numel();
+  detail::Problem p;
+  EXPECT_TRUE(detail::build_problem(fq.call.args, false, &p).ok());
+  detail::ReferenceResult exact;
+  if (fs.int8_out) EXPECT_TRUE(reference_exact(fq.call.args, &exact).ok());
   std::int64_t differ = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     const double a = value_at(cpu.attention_out, k), e = value_at(ref.attention_out, k);
     if (a == e) continue;
     ++differ;
-    if (fs.int8_out)
-      EXPECT_LE(std::fabs(a - e), 1.0) << what << " element " << k;
-    else
+    if (!fs.int8_out) {
       EXPECT_LE(std::fabs(a - e), 2.5e-5 + 0.005 * std::fabs(e)) << what << " element " << k;
+      continue;
+    }
+    EXPECT_LE(std::fabs(a - e), 1.0) << what << " element " << k;
+    // An int8 element may differ only next to a rounding tie of O * scale + offset (under some
+    // head: the layouts place heads differently).
+    const auto& pq = p.post_quant;
+    const std::int64_t vd = p.v_dim, d = k % vd;
+    double best = 1.0;
+    for (std::int64_t h = 0; h < p.num_heads; ++h) {
+      const std::size_t at = pq.scale.size() == 1 ? 0 : static_cast<std::size_t>(h * vd + d);
+      const double y = exact.out[k] * pq.scale[at] + (pq.offset.empty() ? 0.0 : pq.offset[at]);
+      best = std::min(best, std::fabs(std::fabs(y - std::floor(y)) - 0.5));
+    }
+    EXPECT_LT(best, 0x1p-7) << what << " element " << k << ": cpu " << a << ", reference " << e;
   }
-  EXPECT_LE(differ * 100, n) << what << ": " << differ << " of " << n << " elements differ";
+
   if (fs.spec.lse) {
     const float* a = cpu.softmax_lse.as<float>();
     const float* e = ref.softmax_lse.as<float>();
@@ -125,15 +153,15 @@ std::int64_t expect_cpu_matches_reference(const FullQuantSpec& fs, std::uint64_t
       }
     }
   }
-  return n;
+  return {differ, n};
 }
 
 TEST(FullQuantCpu, MatchesTheReferenceOnASweep) {
   std::uint64_t seed = 100;
-  std::int64_t compared = 0;
+  Tally tally;
   int variant = 0;
   for (const char* layout : {"BNSD", "BSH", "BSND", "TND", "BNSD_BSND"})
-    for (std::int64_t kv : {37, 1023, 1025}) {
+    for (std::int64_t kv : {37, 1023, 1024, 1025}) {
       FullQuantSpec fs;
       CallSpec& s = fs.spec;
       s.layout = layout;
@@ -146,23 +174,25 @@ TEST(FullQuantCpu, MatchesTheReferenceOnASweep) {
       s.act_kv = std::vector<std::int64_t>{kv, kv - 1 - variant};
       if (std::string(layout) == "TND") s.act_q = std::vector<std::int64_t>{s.q_seq, s.q_seq - 2};
       s.lse = variant % 2 == 0;
-      switch (variant % 5) {
+      switch (variant % 6) {
         case 1: s.sparse_mode = 3, s.mask = MaskKind::kCompressed; break;
         case 2: s.mask = MaskKind::kFull, s.mask_density = 0.4; break;
         case 3: s.sparse_mode = 4, s.mask = MaskKind::kCompressed, s.pre_tokens = 700, s.next_tokens = 3; break;
         case 4: s.sparse_mode = 2, s.mask = MaskKind::kCompressed; break;
+        case 5: s.sparse_mode = 1, s.mask = MaskKind::kFull, s.mask_density = 0.1; break;
         default: break;
       }
       s.pse = variant % 3 == 1 && std::string(layout) != "TND";
       fs.int8_out = variant % 3 != 0;
       fs.per_channel = variant % 2 == 1;
       fs.offset = variant % 4 == 1 && s.mask == MaskKind::kNone;
-      compared += expect_cpu_matches_reference(fs, ++seed, std::string(layout) + " kv " + std::to_string(kv) +
+      tally += expect_cpu_matches_reference(fs, ++seed, std::string(layout) + " kv " + std::to_string(kv) +
                                                                " variant " + std::to_string(variant));
       ++variant;
     }
-  EXPECT_EQ(variant, 15);
-  EXPECT_GT(compared, 10000);
+  EXPECT_EQ(variant, 20);
+  EXPECT_GT(tally.elements, 10000);
+  EXPECT_LE(tally.differ * 100, tally.elements) << tally.differ << " of " << tally.elements << " elements differ";
 }
 
 TEST(FullQuantCpu, LongRowsAndEveryIsa) {
@@ -181,13 +211,14 @@ TEST(FullQuantCpu, LongRowsAndEveryIsa) {
       fs.spec.qk_dim = 32;
       fs.spec.lse = true;
       fs.int8_out = isa.size() % 2 == 0;
-      expect_cpu_matches_reference(fs, 5, isa + " 2049 keys");
+      Tally tally = expect_cpu_matches_reference(fs, 5, isa + " 2049 keys");
       fs.spec.sparse_mode = 3;
       fs.spec.mask = MaskKind::kCompressed;
       fs.spec.q_seq = 1030;
       fs.spec.kv_seq = 1030;
       fs.spec.num_heads = 1;
-      expect_cpu_matches_reference(fs, 6, isa + " causal 1030");
+      tally += expect_cpu_matches_reference(fs, 6, isa + " causal 1030");
+      EXPECT_LE(tally.differ * 100, tally.elements) << isa << ": " << tally.differ << " of " << tally.elements;
     }
   detail::allow_byte_quads(true);
   detail::force_isa("");
