@@ -195,6 +195,40 @@ TEST(FullQuantCpu, MatchesTheReferenceOnASweep) {
   EXPECT_LE(tally.differ * 100, tally.elements) << tally.differ << " of " << tally.elements << " elements differ";
 }
 
+TEST(FullQuantCpu, EveryStorageForm) {
+  // Paged KV (both cache layouts), tensor lists, a shared prefix and left padding: Ascend computes
+  // none of them with an int8 query (strict mode rejects them), fia's default mode computes them
+  // through the same storage addressing as every other call.
+  Tally tally;
+  for (int form = 0; form < 5; ++form) {
+    FullQuantSpec fs;
+    CallSpec& s = fs.spec;
+    s.layout = form == 2 ? "BSND" : "BSH";
+    s.batch = 3;
+    s.num_heads = 4;
+    s.num_kv_heads = 2;
+    s.q_seq = 6;
+    s.kv_seq = 1100;
+    s.qk_dim = 32;
+    s.act_kv = std::vector<std::int64_t>{1100, 1030, 700};
+    s.lse = true;
+    s.sparse_mode = form % 2 ? 3 : 0;
+    if (s.sparse_mode == 3) s.mask = MaskKind::kCompressed;
+    switch (form) {
+      case 0: s.storage = KvStorage::kPaged, s.block_size = 128; break;
+      case 1: s.storage = KvStorage::kPaged, s.block_size = 64, s.paged_bnbsd = true; break;
+      case 2: s.storage = KvStorage::kTensorList; break;
+      case 3: s.prefix_seq = 40, s.prefix_len = 33, s.act_kv = std::vector<std::int64_t>{1000, 1030, 700}; break;
+      default: s.query_padding = 2, s.kv_padding = 5, s.act_q = std::vector<std::int64_t>{4, 3, 4},
+               s.act_kv = std::vector<std::int64_t>{1090, 1030, 700}; break;
+    }
+    fs.int8_out = form % 2 == 0;
+    tally += expect_cpu_matches_reference(fs, 40 + form, "storage form " + std::to_string(form));
+  }
+  EXPECT_GT(tally.elements, 5000);
+  EXPECT_LE(tally.differ * 100, tally.elements) << tally.differ << " of " << tally.elements;
+}
+
 TEST(FullQuantCpu, LongRowsAndEveryIsa) {
   // Chunk boundaries at 1024 and 2048 with a causal mask (chunks a row cannot see are skipped),
   // on every instruction set the machine has, with byte-quad (VNNI) and 16-bit pair products.

@@ -49,6 +49,8 @@ FullQuantCall build_full_quant_call(const FullQuantSpec& fs, std::uint64_t seed)
   a.query = random_int8(a.query);
   for (auto& k : a.key) k = random_int8(k);
   for (auto& v : a.value) v = random_int8(v);
+  for (TensorView* t : {&a.key_shared_prefix, &a.value_shared_prefix})
+    if (t->present()) *t = random_int8(*t);
   const double d = static_cast<double>(spec.qk_dim);
   const float dq1 = static_cast<float>(2.0 / (std::sqrt(d) * 5376.0 * a.scale));
   a.dequant_scale1 = out.call.keep(scalar(dq1, seed % 2 == 1));
