@@ -172,11 +172,11 @@ def test_v2_dtype_override_none_is_fine():
     assert torch.equal(a, b)
 
 
-def test_tree_mask_sparse_mode_9():
-    q, k, v = qkv()
-    raises(NotImplementedError, fia.UnsupportedFeatureError, "sparse_mode",
-           lambda: FIA(q, k, v, num_heads=4, input_layout="BNSD", sparse_mode=9,
-                       atten_mask=torch.zeros(8, 8, dtype=torch.bool)), "9")
+def test_mla_full_quant_is_not_built_yet():
+    q, k, v = (x.to(torch.int8) for x in qkv())
+    rope = torch.zeros(*q.shape[:-1], 8, dtype=torch.bfloat16)
+    raises(NotImplementedError, fia.UnsupportedFeatureError, "query_rope",
+           lambda: FIA(q, k, v, num_heads=4, input_layout="BNSD", query_rope=rope, key_rope=rope), "13.3")
 
 
 @pytest.mark.parametrize("framework", ["torch", "numpy"])

@@ -32,9 +32,10 @@ inline const std::byte* element_at(const void* base, std::int64_t offset, std::s
 }
 
 /// True when every (row, column) of the item's rows and columns [c0, c0 + nc) is in the band and
-/// no full mask applies: the tile needs no per-element visibility.
+/// no full mask applies (a tree mask applies only from tree_start): the tile needs no per-element
+/// visibility.
 inline bool tile_fully_visible(const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc) {
-  if (p.has_mask) return false;
+  if (p.has_mask && !(p.tree_mask && c0 + nc <= p.tree_start[it.b])) return false;  // keys before a tree: visible
   return c0 >= it.row_end - 1 + p.band_lo[it.b] && c0 + nc - 1 <= it.row_begin + p.band_hi[it.b];
 }
 

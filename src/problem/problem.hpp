@@ -172,7 +172,12 @@ struct Problem {
   /// Band: column j is in band for row i iff i + band_lo[b] <= j <= i + band_hi[b].
   std::vector<std::int64_t> band_lo, band_hi;
   bool has_mask = false;
-  BiasIndex mask;  ///< full mask (modes 0/1, legacy decode); nonzero byte = masked
+  BiasIndex mask;  ///< full mask (modes 0/1, legacy decode) or tree mask; nonzero byte = masked
+  /// FIA-SPEC 6.5 (sparse_mode 9): `mask` is a tree mask over the last act_q keys of each batch:
+  /// (b, i, j) is masked iff j >= tree_start[b] (= L - act_q[b]) and the byte at tree_offset[b] +
+  /// i * tree_row[b] + (j - tree_start[b]) * mask.col_stride is nonzero; earlier keys are visible.
+  bool tree_mask = false;
+  std::vector<std::int64_t> tree_start, tree_offset, tree_row;
 
   // --- additive terms ------------------------------------------------------------------------
   float scale = 1.0f;
@@ -227,9 +232,13 @@ struct Problem {
     for (const auto& s : segments) n += s.length[b];
     return n;
   }
-  /// True when element (b, i, j) of the full mask masks the pair.
+  /// True when element (b, i, j) of the full or tree mask masks the pair.
   bool masked(std::int64_t b, std::int64_t i, std::int64_t j) const {
     const auto* m = static_cast<const std::uint8_t*>(mask.base);
+    if (tree_mask) {
+      const std::int64_t t = j - tree_start[b];
+      return t >= 0 && m[tree_offset[b] + i * tree_row[b] + t * mask.col_stride] != 0;
+    }
     return m[b * mask.batch_stride + (q_start[b] + i) * mask.row_stride +
              (j + kv_col_offset[b]) * mask.col_stride] != 0;
   }

@@ -132,8 +132,29 @@ void fill_band(const Ctx& c, Problem* p) {
 /// FIA-SPEC 6.2/6.3: a full mask as (batch, physical row, physical column) strides.
 void fill_mask(const Ctx& c, Problem* p) {
   const FiaArgs& a = c.a;
+  const bool tree = c.has_mask && !c.legacy_decode && a.sparse_mode == 9 && !c.empty_kv;
   const bool full = c.has_mask && (c.legacy_decode || a.sparse_mode <= 1) && !c.empty_kv;
-  p->has_mask = full;
+  p->has_mask = full || tree;
+  p->tree_mask = tree;
+  if (tree) {  // 6.5: (B, Q_S, Q_S), or the concatenated act_q x act_q matrices of a token layout
+    const TensorView& m = a.atten_mask;
+    p->mask = BiasIndex{m.data, m.dtype, 0, 0, 0, m.stride(m.rank() - 1)};
+    p->tree_start.assign(c.batch, 0);
+    p->tree_offset.assign(c.batch, 0);
+    p->tree_row.assign(c.batch, 0);
+    std::int64_t flat = 0;
+    for (std::int64_t b = 0; b < c.batch; ++b) {
+      p->tree_start[b] = c.prefix_len + c.act_kv[b] - c.act_q[b];
+      if (m.rank() == 1) {
+        p->tree_offset[b] = flat * m.stride(0);
+        p->tree_row[b] = c.act_q[b] * m.stride(0);
+        flat += c.act_q[b] * c.act_q[b];
+      } else {
+        p->tree_offset[b] = b * m.stride(0);
+        p->tree_row[b] = m.stride(1);
+      }
+    }
+  }
   if (!full) return;
   const TensorView& m = a.atten_mask;
   const auto& s = m.shape;

@@ -79,8 +79,8 @@ Status rope(const Ctx& c) {
   if (c.num_kv_heads != 1)
     return invalid("num_key_value_heads", cat("decode MLA needs num_key_value_heads 1, got ", c.num_kv_heads));
   if (c.storage != Storage::kPaged) return invalid("block_table", "decode MLA needs a paged KV cache, got none");
-  if (!in(c.a.sparse_mode, {0, 3, 4}))
-    return invalid("sparse_mode", cat("decode MLA supports sparse_mode 0, 3, 4, got ", c.a.sparse_mode));
+  if (!in(c.a.sparse_mode, {0, 3, 4, 9}))
+    return invalid("sparse_mode", cat("decode MLA supports sparse_mode 0, 3, 4, 9, got ", c.a.sparse_mode));
   if (c.a.softmax_lse_flag && is_token_layout(c.layout.in))
     return invalid("softmax_lse_flag", cat("decode MLA with layout ", c.layout.name, " has no softmax_lse"));
   return Status::Ok();
@@ -131,6 +131,20 @@ Status band(const Ctx& c) {
                                           "), got ", next));
     }
   }
+  return Status::Ok();
+}
+
+/// 6.5: the paths the tree mask (sparse_mode 9) exists on: non-quantized GQA and MLA (and MLA full
+/// quant, not built yet), without pse, a shared prefix or an int8 output.
+Status tree_mask_limits(const Ctx& c) {
+  if (c.legacy_decode || c.a.sparse_mode != 9) return Status::Ok();
+  if (c.has_pse) return invalid("pse_shift", "the tree mask (sparse_mode 9) does not combine with pse_shift");
+  if (c.has_prefix) return invalid("key_shared_prefix", "the tree mask (sparse_mode 9) does not combine with a shared prefix");
+  if (c.a.quant_scale2.present())
+    return invalid("quant_scale2", "the tree mask (sparse_mode 9) does not combine with an INT8 output");
+  if (c.antiquant() || c.dtype == DType::I8)
+    return invalid(c.antiquant() ? "key" : "query", cat("the tree mask (sparse_mode 9) needs non-quantized inputs, got ",
+                                                        dtype_name(c.antiquant() ? c.kv_dtype : c.dtype)));
   return Status::Ok();
 }
 
@@ -210,6 +224,7 @@ Status check_hardware(Ctx& c) {
   FIA_RETURN_IF_ERROR(rope(c));
   FIA_RETURN_IF_ERROR(band(c));
   FIA_RETURN_IF_ERROR(features(c));
+  FIA_RETURN_IF_ERROR(tree_mask_limits(c));
   FIA_RETURN_IF_ERROR(storage(c));
   FIA_RETURN_IF_ERROR(check_antiquant_hardware(c));
   FIA_RETURN_IF_ERROR(check_full_quant_hardware(c));

@@ -23,6 +23,30 @@ Status check_compressed_mask(const Ctx& c) {
   return Status::Ok();
 }
 
+/// FIA-SPEC 6.5: the tree mask of sparse_mode 9, (B, Q_S, Q_S), or for token layouts the
+/// concatenated act_q x act_q matrices (1-D, sum of act_q^2); every batch needs act_q <= L.
+Status check_tree_mask(const Ctx& c) {
+  const auto& s = c.a.atten_mask.shape;
+  if (is_token_layout(c.layout.in)) {
+    std::int64_t need = 0;
+    for (std::int64_t q : c.act_q) need += q * q;
+    if (s.size() != 1 || s[0] != need)
+      return invalid("atten_mask", cat("the tree mask (sparse_mode 9) of a token layout is 1-D with sum(act_q^2) = ",
+                                       need, " elements, got shape ", shape_str(s)));
+  } else if (s != std::vector<std::int64_t>{c.batch, c.q_seq, c.q_seq}) {
+    return invalid("atten_mask", cat("the tree mask (sparse_mode 9) must be (B, Q_S, Q_S) = (", c.batch, ", ", c.q_seq,
+                                     ", ", c.q_seq, "), got ", shape_str(s)));
+  }
+  for (std::int64_t b = 0; b < c.batch; ++b)
+    if (c.act_q[b] > c.act_kv[b] + c.prefix_len)
+      return invalid("actual_seq_lengths", cat("the tree mask (sparse_mode 9) needs act_q <= act_kv in every batch, got ",
+                                               c.act_q[b], " > ", c.act_kv[b] + c.prefix_len, " in batch ", b));
+  if (c.q_padding || c.kv_padding)
+    return invalid(c.q_padding ? "query_padding_size" : "kv_padding_size",
+                   "the tree mask (sparse_mode 9) does not combine with left padding");
+  return Status::Ok();
+}
+
 /// FIA-SPEC 6.2 / 6.8 #9-10: a full mask (modes 0/1, legacy decode) covering rows x cols.
 Status check_full_mask(const Ctx& c, std::int64_t rows, std::int64_t cols) {
   const TensorView& m = c.a.atten_mask;
@@ -91,7 +115,11 @@ Status check_visibility(Ctx& c) {
     if (c.has_mask) FIA_RETURN_IF_ERROR(check_full_mask(c, rows, cols));
   } else {
     const std::int64_t mode = a.sparse_mode;
-    if (mode == 9) return unsupported("sparse_mode", "the tree mask (sparse_mode 9) is not supported yet");
+    if (mode == 9) {
+      if (!c.has_mask) return invalid("atten_mask", "atten_mask (the tree mask) is required when sparse_mode is 9, got none");
+      FIA_RETURN_IF_ERROR(check_tree_mask(c));
+      return check_pse(c, rows, cols);
+    }
     if (mode < 0 || mode > 4)
       return invalid("sparse_mode", cat("sparse_mode only supports 0/1/2/3/4/9, got ", mode));
     if (mode != 0 && !c.has_mask)

@@ -196,7 +196,7 @@ std::vector<Rule> rules() {
       {"prefix_len_range", with_prefix(), [](A c) { c.args.actual_shared_prefix_len = {{6}}; }, "actual_shared_prefix_len", kInvalid},
       // 20.4 mask / sparse mode
       {"mask_dtype", with(prefill(), [](CallSpec& s) { s.mask = MaskKind::kFull; }), [](A c) { c.args.atten_mask.dtype = DType::F16; }, "atten_mask", kInvalid},
-      {"sparse_tree_unsupported", with(prefill(), [](CallSpec& s) { s.mask = MaskKind::kFull; }), [](A c) { c.args.sparse_mode = 9; }, "sparse_mode", kUnsup},
+      {"sparse_tree_mask_shape", with(prefill(), [](CallSpec& s) { s.mask = MaskKind::kFull; }), [](A c) { c.args.sparse_mode = 9; }, "atten_mask", kInvalid},
       {"sparse_mode_5", prefill(), [](A c) { c.args.sparse_mode = 5; }, "sparse_mode", kInvalid},
       {"sparse_mode_negative", prefill(), [](A c) { c.args.sparse_mode = -1; }, "sparse_mode", kInvalid},
       {"mask_required", prefill(), [](A c) { c.args.sparse_mode = 3; }, "atten_mask", kInvalid},
