@@ -115,6 +115,7 @@ def unshard_sequence(shards: Sequence[torch.Tensor], *, input_layout: str = "BNS
 
 def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, group: Any = None,
                    causal: bool = True, sharding: str = "zigzag", input_layout: str = "BNSD",
+                   actual_seq_lengths: Optional[Sequence[int]] = None,
                    partial_dtype: Optional[torch.dtype] = torch.float32, **fia_kwargs: Any
                    ) -> Tuple[torch.Tensor, torch.Tensor]:
     """Ring attention (context parallelism) for prefill: self-attention of a sequence sharded
@@ -128,10 +129,14 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
     - causal: query token i sees key tokens j <= i of the whole sequence (per step: sparse_mode 3
       on the shard's own diagonal block, whole blocks below it, blocks above it skipped);
       False: every query sees every key.
+    - actual_seq_lengths: B valid lengths of the whole sequence (the same list on every rank;
+      tokens from position L_b on are padding, FIA-SPEC 7.1-7.2): padding queries get output 0
+      and LSE +inf, padding keys are seen by no query. Shards must then follow ``sharding``
+      (:func:`shard_lengths`) when it is "zigzag"; contiguous shards may have any lengths.
     - fia_kwargs: ``num_heads`` (required), ``num_key_value_heads`` (GQA), ``scale``,
       ``inner_precise``, ``backend``, ``strict``, ``threads``, as in
-      :func:`fia.npu_fused_infer_attention_score`. Masks, actual lengths, pse and the other FIA
-      inputs are not defined over shards here and raise ValueError.
+      :func:`fia.npu_fused_infer_attention_score`. Masks, pse and the other FIA inputs are not
+      defined over shards here and raise ValueError.
     - partial_dtype: the dtype of the per-step fia calls and of the running merge (query, key and
       value are converted per step). float32 (the default) keeps 16-bit results within criterion
       A of the single call; None computes in the input dtype (no conversions, but every partial
@@ -164,12 +169,13 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
     if min(lengths) < 1:
         raise ValueError(f"query: every rank must hold at least one token; shard lengths per rank: {lengths}")
     first = None
-    if causal and sharding == "zigzag":
+    if sharding == "zigzag" and (causal or actual_seq_lengths is not None):
         expected = shard_lengths(sum(lengths), world, "zigzag")
         if lengths != expected:
             raise ValueError(f"query: shard lengths per rank {lengths} are not the zigzag sharding of {sum(lengths)} "
                              f"tokens over {world} ranks ({expected}); cut them with fia.distributed.shard_sequence")
         first = chunk_lengths(sum(lengths), 2 * world)[:world]
+    valid = _valid_lengths(actual_seq_lengths, query.shape[0], lengths, sharding)
 
     q = query.to(dtype)
     out = lse = None
@@ -181,7 +187,13 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
             k_next, v_next = (_resized(t, axis, lengths[(src - 1) % world]) for t in (k_cur, v_cur))
             pending = _exchange((k_cur, v_cur), (k_next, v_next), rank, world, group)
         for q_start, q_len, kv_len, diagonal in _ring_blocks(rank, src, lengths, first, causal):
-            kw = dict(kwargs, sparse_mode=3, atten_mask=_compressed_causal_mask()) if diagonal else kwargs
+            kw = dict(kwargs, sparse_mode=3, atten_mask=_compressed_causal_mask()) if diagonal else dict(kwargs)
+            if valid is not None:
+                # (a query block of one row takes FIA's legacy decode path, which ignores
+                # actual_seq_lengths but honours actual_seq_lengths_kv = 0: FIA-SPEC 25.1 #2, #17)
+                kw["actual_seq_lengths"] = [min(max(n - q_start, 0), q_len) for n in valid[rank]]
+                kw["actual_seq_lengths_kv"] = [min(n, kv_len) if m else 0
+                                               for n, m in zip(valid[src], kw["actual_seq_lengths"])]
             part, part_lse = npu_fused_infer_attention_score(
                 q.narrow(axis, q_start, q_len), k_cur.narrow(axis, 0, kv_len).to(dtype),
                 v_cur.narrow(axis, 0, kv_len).to(dtype), input_layout=input_layout, softmax_lse_flag=True, **kw)
@@ -266,6 +278,24 @@ def _ring_blocks(rank: int, src: int, lengths: List[int], first: Optional[List[i
     if src < rank:
         return [(0, own, first[src], False)]
     return [(first[rank], own - first[rank], theirs, False)] if own > first[rank] else []
+
+
+def _valid_lengths(actual_seq_lengths: Optional[Sequence[int]], batch: int, lengths: List[int], sharding: str
+                   ) -> Optional[List[List[int]]]:
+    """Per rank, per batch: how many of the rank's tokens lie before the batch's actual length
+    (always a prefix of the shard: its chunks are in sequence order)."""
+    if actual_seq_lengths is None:
+        return None
+    seq_len = sum(lengths)
+    given = [int(n) for n in actual_seq_lengths]
+    if len(given) != batch or any(not 0 <= n <= seq_len for n in given):
+        raise ValueError(f"actual_seq_lengths: expected {batch} lengths (the query's batch) in [0, {seq_len}], the "
+                         f"whole sequence's, got {given}")
+    if sharding == "contiguous":
+        chunks = [[(sum(lengths[:r]), n)] for r, n in enumerate(lengths)]
+    else:
+        chunks = _chunks_of_ranks(seq_len, len(lengths), "zigzag")
+    return [[sum(min(max(n - start, 0), size) for start, size in rank_chunks) for n in given] for rank_chunks in chunks]
 
 
 def _exchange(send: Tuple[torch.Tensor, ...], recv: Tuple[torch.Tensor, ...], rank: int, world: int, group: Any

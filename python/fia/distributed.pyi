@@ -14,6 +14,7 @@ def unshard_sequence(shards: Sequence[torch.Tensor], *, input_layout: str = "BNS
                      sharding: str = "zigzag") -> torch.Tensor: ...
 def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, group: Any = None,
                    causal: bool = True, sharding: str = "zigzag", input_layout: str = "BNSD",
+                   actual_seq_lengths: Optional[Sequence[int]] = None,
                    partial_dtype: Optional[torch.dtype] = ..., **fia_kwargs: Any
                    ) -> Tuple[torch.Tensor, torch.Tensor]: ...
 def sharded_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, group: Any = None,

@@ -55,14 +55,17 @@ def compare(out, lse, single, single_lse, exact, abs_v):
     return failure or (f"{bad} elements further from the single call than its P rounding allows" if bad else "")
 
 
-def prefill(rank, world, *, seq, dtype, layout, causal, sharding, heads=4, kv_heads=2, dim=32, lengths=None):
+def prefill(rank, world, *, seq, dtype, layout, causal, sharding, heads=4, kv_heads=2, dim=32, lengths=None,
+            valid=None):
     """Ring attention over a whole sequence of ``seq`` tokens (``lengths``: contiguous shard
-    lengths per rank instead of the even cut) against the single-process call."""
+    lengths per rank instead of the even cut; ``valid``: the actual length of each of the two
+    batches) against the single-process call."""
     shapes = {"BNSD": lambda n: (2, n, seq, dim), "BSND": lambda n: (2, seq, n, dim), "BSH": lambda n: (2, seq, n * dim)}
     q, k, v = (randn(seed, *shapes[layout](n), dtype=dtype) for seed, n in ((1, heads), (2, kv_heads), (3, kv_heads)))
     kw = dict(num_heads=heads, num_key_value_heads=kv_heads, scale=dim ** -0.5, input_layout=layout, threads=1)
     mask = dict(sparse_mode=3, atten_mask=torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)) if causal else {}
-    whole, whole_lse, (exact, abs_v) = whole_calls(q, k, v, **kw, **mask)
+    actual = dict(actual_seq_lengths=valid, actual_seq_lengths_kv=valid) if valid else {}
+    whole, whole_lse, (exact, abs_v) = whole_calls(q, k, v, **kw, **mask, **actual)
     if lengths is None:
         def cut(x, lay):
             return shard_sequence(x, rank, world, input_layout=lay, sharding=sharding)
@@ -71,7 +74,7 @@ def prefill(rank, world, *, seq, dtype, layout, causal, sharding, heads=4, kv_he
             return x.narrow(2 if lay == "BNSD" else 1, sum(lengths[:rank]), lengths[rank])
     kw.pop("input_layout")
     out, lse = ring_attention(cut(q, layout), cut(k, layout), cut(v, layout), causal=causal, sharding=sharding,
-                              input_layout=layout, **kw)
+                              input_layout=layout, actual_seq_lengths=valid, **kw)
     return compare(out, lse, cut(whole, layout), cut(whole_lse, "BNSD"), cut(exact, layout), cut(abs_v, layout))
 
 
@@ -134,6 +137,18 @@ CASES = {
                                                       causal=False, sharding="zigzag", heads=8, kv_heads=2),
     "noncausal_contiguous_f32": lambda r, w: prefill(r, w, seq=10 * w, dtype=torch.float32, layout="BSH",
                                                      causal=False, sharding="contiguous"),
+    "causal_zigzag_actual_lengths_f16": lambda r, w: prefill(r, w, seq=12 * w + 1, dtype=torch.float16,
+                                                             layout="BSH", causal=True, sharding="zigzag",
+                                                             valid=[12 * w - 6, 5]),
+    "noncausal_contiguous_actual_lengths_bf16": lambda r, w: prefill(r, w, seq=9 * w, dtype=torch.bfloat16,
+                                                                     layout="BNSD", causal=False,
+                                                                     sharding="contiguous", valid=[9 * w, 4]),
+    "causal_contiguous_uneven_actual_lengths_f32": lambda r, w: prefill(
+        r, w, seq=sum(range(1, 1 + 7 * w, 7)), dtype=torch.float32, layout="BSND", causal=True,
+        sharding="contiguous", lengths=list(range(1, 1 + 7 * w, 7)), valid=[0, 9]),
+    "noncausal_one_token_shard_actual_lengths_f16": lambda r, w: prefill(
+        r, w, seq=6 * w - 5, dtype=torch.float16, layout="BSND", causal=False, sharding="contiguous",
+        lengths=[6] * (w - 1) + [1], valid=[6 * w - 6, 6 * w - 5]),
     "decode_contiguous_f16": lambda r, w: decode(r, w, dtype=torch.float16, paged=False, lengths=[70, 3, 41]),
     "decode_contiguous_bf16_empty_request": lambda r, w: decode(r, w, dtype=torch.bfloat16, paged=False,
                                                                 lengths=[55, 0, 1]),
