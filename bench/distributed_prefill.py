@@ -1,5 +1,5 @@
 """Benchmark (not a test) of fia.distributed.ring_attention: a causal prefill split over the ranks of
-torchrun, zig-zag sharding, Llama-like heads (docs/distributed.md has the results).
+torchrun, zig-zag (or contiguous) sharding, Llama-like heads (docs/distributed.md has the results).
 
     torchrun --nproc-per-node 1 bench/distributed_prefill.py --seq 32768 --threads 2
     torchrun --nproc-per-node 2 bench/distributed_prefill.py --seq 32768 --threads 1
@@ -48,13 +48,14 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--kv-heads", type=int, default=8)
     parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--sharding", choices=["zigzag", "contiguous"], default="zigzag")
     parser.add_argument("--threads", type=int, default=0, help="fia threads per rank (0: all the process may use)")
     args = parser.parse_args()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.set_num_threads(max(args.threads, 1))
     base = rss_mib()
-    local = shard_lengths(args.seq, world, "zigzag")[rank]
+    local = shard_lengths(args.seq, world, args.sharding)[rank]
     g = torch.Generator().manual_seed(rank)
     q = torch.randn(1, args.heads, local, args.dim, generator=g).half()
     k = torch.randn(1, args.kv_heads, local, args.dim, generator=g).half()
@@ -63,7 +64,7 @@ def main() -> None:
 
     dist.barrier()
     start = time.perf_counter()
-    ring_attention(q, k, v, causal=True, sharding="zigzag", input_layout="BNSD", **kw)
+    ring_attention(q, k, v, causal=True, sharding=args.sharding, input_layout="BNSD", **kw)
     ring_s = time.perf_counter() - start
     peak = rss_mib()
 
@@ -78,7 +79,7 @@ def main() -> None:
     dist.all_gather(every, report)
     if rank == 0:
         print(json.dumps({
-            "ranks": world, "seq": args.seq, "heads": args.heads, "kv_heads": args.kv_heads, "dim": args.dim,
+            "ranks": world, "seq": args.seq, "sharding": args.sharding, "heads": args.heads, "kv_heads": args.kv_heads, "dim": args.dim,
             "threads_per_rank": args.threads, "kv_shard_bytes": k.numel() * 2 * 2,
             "per_rank": [{"ring_s": round(r[0].item(), 3), "peak_rss_mib": round(r[1].item()),
                           "rss_growth_mib": round(r[2].item()), "step_pairs_per_s": r[3].item(),
