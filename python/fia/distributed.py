@@ -138,9 +138,11 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
       :func:`fia.npu_fused_infer_attention_score`. Masks, pse and the other FIA inputs are not
       defined over shards here and raise ValueError.
     - partial_dtype: the dtype of the per-step fia calls and of the running merge (query, key and
-      value are converted per step). float32 (the default) keeps 16-bit results within criterion
-      A of the single call; None computes in the input dtype (no conversions, but every partial
-      is rounded to 16 bits before the merge, docs/python.md).
+      value are converted per step). float32 (the default): 16-bit results within criterion A of
+      the exact attention, and of the single fia call up to its own rounding of P to 16 bits with
+      the whole row's max, which no split can reproduce; None computes in the input dtype (no
+      conversions, but every partial is rounded to 16 bits before the merge). docs/distributed.md,
+      "Accuracy".
 
     Every step is fia calls with ``softmax_lse_flag=True``; the key/value shard of the next step
     is sent to rank r+1 and received from rank r-1 (isend/irecv) while fia computes. The partials
