@@ -9,7 +9,8 @@ Functions (torch_npu's names, keywords and defaults; torch or numpy arrays in an
 :func:`npu_incre_flash_attention`, :func:`npu_prompt_flash_attention`; and
 :func:`merge_attention_states` for partial attentions over disjoint key sets. ``import
 fia.torch_npu as torch_npu`` gives the same functions as a torch_npu stand-in. The semantics are
-FIA-SPEC's (docs/python.md).
+FIA-SPEC's (docs/python.md). :mod:`fia.distributed` shards attention over the ranks of a
+torch.distributed group (ring attention, sharded decode; docs/distributed.md).
 """
 from ._version import __version__
 from .errors import ArgumentTypeError, DtypeError, FiaError, InvalidArgumentError, UnsupportedFeatureError
@@ -20,6 +21,11 @@ from .functions import (
     npu_prompt_flash_attention,
 )
 from .merge import merge_attention_states
+
+try:
+    from . import distributed  # context parallelism on torch.distributed (needs torch)
+except ImportError:  # numpy-only installations
+    pass
 
 __all__ = [
     "__version__", "FiaError", "InvalidArgumentError", "DtypeError", "ArgumentTypeError", "UnsupportedFeatureError",

@@ -12,6 +12,7 @@ from .functions import (
     npu_incre_flash_attention as npu_incre_flash_attention,
     npu_prompt_flash_attention as npu_prompt_flash_attention,
 )
+from . import distributed as distributed
 from .merge import merge_attention_states as merge_attention_states
 
 __version__: str

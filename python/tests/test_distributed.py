@@ -1,0 +1,250 @@
+"""fia.distributed (docs/distributed.md): ring attention and sharded decode on 2 and 4 gloo
+processes on localhost, each rank's result equal to the single-process fia call on the whole
+sequence (its shard of it) within criterion A, LSE within 1e-4; the shard helpers; argument errors.
+
+One group of processes per world size runs every case (spawning costs seconds); a case that hangs
+fails through the group's timeout instead of blocking the run."""
+import json
+import os
+import socket
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import fia
+from fia.distributed import ring_attention, shard_lengths, shard_sequence, sharded_decode, unshard_sequence
+from judge import criterion_a, lse_match
+
+NAMES = {torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32"}
+TIMEOUT_S = 120
+
+
+def randn(seed, *shape, dtype):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+def whole_calls(q, k, v, **kw):
+    """The single-process fia call on the whole sequence (out, lse) and, from the float64
+    reference on the same inputs in float32, the exact attention and the attention over |V|."""
+    out, lse = fia.npu_fused_infer_attention_score(q, k, v, softmax_lse_flag=True, **kw)
+    exact, _ = fia.npu_fused_infer_attention_score(q.float(), k.float(), v.float(), backend="reference", **kw)
+    abs_v, _ = fia.npu_fused_infer_attention_score(q.float(), k.float(), v.float().abs(), backend="reference", **kw)
+    return out, lse, (exact, abs_v)
+
+
+def compare(out, lse, single, single_lse, exact, abs_v):
+    """'' when the sharded (out, lse) equal the single-process call's, else what failed: lse within
+    1e-4; float32 out within criterion A of the single call's. A 16-bit single call rounds P to 16
+    bits before P·V (FIA-SPEC 25.1 #4), the sharded one computes in float32 (docs/distributed.md):
+    its out meets criterion A against the exact attention, and differs from the single call's by
+    no more than criterion A's tolerance plus twice the bound of that P rounding, u·(P·|V|)."""
+    if out.dtype != single.dtype or out.shape != single.shape:
+        return f"out {out.dtype} {tuple(out.shape)} != {single.dtype} {tuple(single.shape)}"
+    name = NAMES[out.dtype]
+    failure = lse_match(lse.numpy(), single_lse.numpy())
+    if name == "F32" or failure:
+        return failure or criterion_a(out.numpy(), single.numpy(), name)
+    failure = criterion_a(out.float().numpy(), exact.numpy(), name)
+    atol, rtol = {"F16": (2.5e-5, 0.005), "BF16": (1e-4, 2.0 ** -7)}[name]
+    u = 2.0 ** -11 if name == "F16" else 2.0 ** -8
+    diff = (out.double() - single.double()).abs()
+    bad = int((diff > atol + rtol * single.double().abs() + 2 * u * abs_v.double()).sum())
+    return failure or (f"{bad} elements further from the single call than its P rounding allows" if bad else "")
+
+
+def prefill(rank, world, *, seq, dtype, layout, causal, sharding, heads=4, kv_heads=2, dim=32, lengths=None,
+            valid=None):
+    """Ring attention over a whole sequence of ``seq`` tokens (``lengths``: contiguous shard
+    lengths per rank instead of the even cut; ``valid``: the actual length of each of the two
+    batches) against the single-process call."""
+    shapes = {"BNSD": lambda n: (2, n, seq, dim), "BSND": lambda n: (2, seq, n, dim), "BSH": lambda n: (2, seq, n * dim)}
+    q, k, v = (randn(seed, *shapes[layout](n), dtype=dtype) for seed, n in ((1, heads), (2, kv_heads), (3, kv_heads)))
+    kw = dict(num_heads=heads, num_key_value_heads=kv_heads, scale=dim ** -0.5, input_layout=layout, threads=1)
+    mask = dict(sparse_mode=3, atten_mask=torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)) if causal else {}
+    actual = dict(actual_seq_lengths=valid, actual_seq_lengths_kv=valid) if valid else {}
+    whole, whole_lse, (exact, abs_v) = whole_calls(q, k, v, **kw, **mask, **actual)
+    if lengths is None:
+        def cut(x, lay):
+            return shard_sequence(x, rank, world, input_layout=lay, sharding=sharding)
+    else:
+        def cut(x, lay):
+            return x.narrow(2 if lay == "BNSD" else 1, sum(lengths[:rank]), lengths[rank])
+    kw.pop("input_layout")
+    out, lse = ring_attention(cut(q, layout), cut(k, layout), cut(v, layout), causal=causal, sharding=sharding,
+                              input_layout=layout, actual_seq_lengths=valid, **kw)
+    return compare(out, lse, cut(whole, layout), cut(whole_lse, "BNSD"), cut(exact, layout), cut(abs_v, layout))
+
+
+def decode(rank, world, *, dtype, paged, lengths, heads=8, kv_heads=2, dim=32, block_size=16):
+    """Sharded decode: request b's ``lengths[b]`` cached tokens are dealt out to the ranks in
+    uneven contiguous pieces (rank r gets piece r of a cut in proportion 1 : 2 : ... : W)."""
+    batch, max_len = len(lengths), max(lengths)
+    q = randn(4, batch, 1, heads * dim, dtype=dtype)
+    k, v = (randn(seed, batch, max_len, kv_heads * dim, dtype=dtype) for seed in (5, 6))
+    kw = dict(num_heads=heads, num_key_value_heads=kv_heads, scale=dim ** -0.5, input_layout="BSH", threads=1)
+    whole, whole_lse, (exact, abs_v) = whole_calls(q, k, v, actual_seq_lengths_kv=lengths, **kw)
+    weights = [r + 1 for r in range(world)]
+    cuts = [[n * sum(weights[:r]) // sum(weights) for r in range(world + 1)] for n in lengths]
+    mine = [c[rank + 1] - c[rank] for c in cuts]
+    width = max(max(mine), 1)
+    k_part, v_part = (torch.zeros(batch, width, kv_heads * dim, dtype=dtype) for _ in range(2))
+    for b, c in enumerate(cuts):
+        k_part[b, :mine[b]] = k[b, c[rank]:c[rank + 1]]
+        v_part[b, :mine[b]] = v[b, c[rank]:c[rank + 1]]
+    kw.pop("input_layout")
+    if not paged:
+        out, lse = sharded_decode(q, k_part, v_part, input_layout="BSH", actual_seq_lengths_kv=mine, **kw)
+        return compare(out, lse, whole, whole_lse, exact, abs_v)
+    per_request = -(-width // block_size)
+    order = torch.randperm(batch * per_request, generator=torch.Generator().manual_seed(7 + rank))
+    table = order.reshape(batch, per_request).to(torch.int32)
+    k_cache, v_cache = (torch.full((batch * per_request, block_size, kv_heads * dim), float("nan"), dtype=dtype)
+                        for _ in range(2))
+    padded = per_request * block_size
+    for part, cache in ((k_part, k_cache), (v_part, v_cache)):
+        full = torch.zeros(batch, padded, kv_heads * dim, dtype=dtype)
+        full[:, :width] = part
+        cache[table.flatten().long()] = full.reshape(batch * per_request, block_size, -1)
+    out, lse = sharded_decode(q, k_cache, v_cache, input_layout="BSH", block_table=table, block_size=block_size,
+                              actual_seq_lengths_kv=mine, **kw)
+    return compare(out, lse, whole, whole_lse, exact, abs_v)
+
+
+def bad_zigzag_lengths(rank, world):
+    """Shards that are not the zig-zag cut: every rank raises ValueError naming query."""
+    q = randn(1, 1, 2, 3 + 2 * rank, 16, dtype=torch.float32)
+    try:
+        ring_attention(q, q, q, num_heads=2, causal=True, sharding="zigzag", threads=1)
+    except ValueError as err:
+        return "" if str(err).startswith("query:") else f"wrong message: {err}"
+    return "no ValueError"
+
+
+CASES = {
+    "causal_zigzag_f16_gqa_bnsd": lambda r, w: prefill(r, w, seq=24 * w, dtype=torch.float16, layout="BNSD",
+                                                        causal=True, sharding="zigzag"),
+    "causal_zigzag_uneven_bf16_bsh": lambda r, w: prefill(r, w, seq=20 * w + 3, dtype=torch.bfloat16, layout="BSH",
+                                                           causal=True, sharding="zigzag"),
+    "causal_contiguous_f32_bsnd": lambda r, w: prefill(r, w, seq=18 * w, dtype=torch.float32, layout="BSND",
+                                                       causal=True, sharding="contiguous", heads=4, kv_heads=4),
+    "causal_contiguous_uneven_f16": lambda r, w: prefill(r, w, seq=sum(range(5, 5 + 13 * w, 13)), dtype=torch.float16,
+                                                         layout="BNSD", causal=True, sharding="contiguous",
+                                                         lengths=list(range(5, 5 + 13 * w, 13))[::-1]),
+    "noncausal_zigzag_bf16_gqa": lambda r, w: prefill(r, w, seq=16 * w + 1, dtype=torch.bfloat16, layout="BNSD",
+                                                      causal=False, sharding="zigzag", heads=8, kv_heads=2),
+    "noncausal_contiguous_f32": lambda r, w: prefill(r, w, seq=10 * w, dtype=torch.float32, layout="BSH",
+                                                     causal=False, sharding="contiguous"),
+    "causal_zigzag_actual_lengths_f16": lambda r, w: prefill(r, w, seq=12 * w + 1, dtype=torch.float16,
+                                                             layout="BSH", causal=True, sharding="zigzag",
+                                                             valid=[12 * w - 6, 5]),
+    "noncausal_contiguous_actual_lengths_bf16": lambda r, w: prefill(r, w, seq=9 * w, dtype=torch.bfloat16,
+                                                                     layout="BNSD", causal=False,
+                                                                     sharding="contiguous", valid=[9 * w, 4]),
+    "causal_contiguous_uneven_actual_lengths_f32": lambda r, w: prefill(
+        r, w, seq=sum(range(1, 1 + 7 * w, 7)), dtype=torch.float32, layout="BSND", causal=True,
+        sharding="contiguous", lengths=list(range(1, 1 + 7 * w, 7)), valid=[0, 9]),
+    "noncausal_one_token_shard_actual_lengths_f16": lambda r, w: prefill(
+        r, w, seq=6 * w - 5, dtype=torch.float16, layout="BSND", causal=False, sharding="contiguous",
+        lengths=[6] * (w - 1) + [1], valid=[6 * w - 6, 6 * w - 5]),
+    "decode_contiguous_f16": lambda r, w: decode(r, w, dtype=torch.float16, paged=False, lengths=[70, 3, 41]),
+    "decode_contiguous_bf16_empty_request": lambda r, w: decode(r, w, dtype=torch.bfloat16, paged=False,
+                                                                lengths=[55, 0, 1]),
+    "decode_paged_f16": lambda r, w: decode(r, w, dtype=torch.float16, paged=True, lengths=[90, 17, 2]),
+    "decode_paged_bf16": lambda r, w: decode(r, w, dtype=torch.bfloat16, paged=True, lengths=[33, 64]),
+    "bad_zigzag_lengths": bad_zigzag_lengths,
+}
+
+
+def worker(rank, world, port, outdir):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    results = {}
+    for name, case in CASES.items():
+        try:
+            results[name] = case(rank, world)
+        except Exception as err:  # reported to the test, which fails on it
+            results[name] = f"{type(err).__name__}: {err}"
+    dist.barrier()
+    dist.destroy_process_group()
+    with open(os.path.join(outdir, f"rank{rank}.json"), "w") as f:
+        json.dump(results, f)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_group(world, outdir):
+    """Each rank's {case: failure or ''}, from a group of ``world`` spawned gloo processes."""
+    context = mp.start_processes(worker, args=(world, free_port(), str(outdir)), nprocs=world, join=False,
+                                 start_method="spawn")
+    deadline = time.monotonic() + TIMEOUT_S
+    while not context.join(timeout=max(deadline - time.monotonic(), 0.1)):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail(f"{world} ranks did not finish within {TIMEOUT_S} s")
+    return [json.load(open(outdir / f"rank{r}.json")) for r in range(world)]
+
+
+@pytest.fixture(scope="module", params=[2, 4], ids=lambda w: f"{w}ranks")
+def group_results(request, tmp_path_factory):
+    return run_group(request.param, tmp_path_factory.mktemp(f"ranks{request.param}"))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_rank_matches_the_single_process_call(group_results, case):
+    failures = {rank: results[case] for rank, results in enumerate(group_results) if results[case]}
+    assert not failures, failures
+
+
+def test_zigzag_shards_hold_chunks_r_and_2w_minus_1_minus_r():
+    x = torch.arange(10).reshape(1, 1, 10, 1)
+    assert shard_sequence(x, 0, 2).flatten().tolist() == [0, 1, 2, 8, 9]
+    assert shard_sequence(x, 1, 2).flatten().tolist() == [3, 4, 5, 6, 7]
+    assert shard_sequence(x, 1, 2, sharding="contiguous").flatten().tolist() == [5, 6, 7, 8, 9]
+    assert shard_lengths(10, 2) == [5, 5] and shard_lengths(11, 4) == [3, 3, 3, 2]
+
+
+@pytest.mark.parametrize("sharding", ["zigzag", "contiguous"])
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH"])
+def test_unshard_inverts_shard(sharding, layout):
+    x = torch.randn(2, 13, 3, 4) if layout != "BSH" else torch.randn(2, 13, 12)
+    shards = [shard_sequence(x, r, 3, input_layout=layout, sharding=sharding) for r in range(3)]
+    assert torch.equal(unshard_sequence(shards, input_layout=layout, sharding=sharding), x)
+    with pytest.raises(ValueError, match="^shards:"):
+        unshard_sequence(shards[::-1] + [x], input_layout=layout, sharding=sharding)
+
+
+@pytest.mark.parametrize("kwargs, error, parameter", [
+    (dict(input_layout="TND"), ValueError, "input_layout"),
+    (dict(sharding="striped"), ValueError, "sharding"),
+    (dict(causal=1), TypeError, "causal"),
+    (dict(atten_mask=torch.ones(4, 4, dtype=torch.bool)), ValueError, "atten_mask"),
+    (dict(softmax_lse_flag=True), ValueError, "softmax_lse_flag"),
+    (dict(partial_dtype=torch.int8), ValueError, "partial_dtype"),
+    (dict(), ValueError, "group"),
+])
+def test_ring_attention_errors_name_the_parameter(kwargs, error, parameter):
+    q = torch.randn(1, 2, 4, 16)
+    with pytest.raises(error, match=f"^{parameter}:"):
+        ring_attention(q, q, q, **{"num_heads": 2, **kwargs})
+
+
+def test_bad_tensors_and_keywords():
+    q = torch.randn(1, 2, 1, 16)
+    with pytest.raises(TypeError, match="^key:"):
+        sharded_decode(q, q.half(), q, num_heads=2, input_layout="BNSD")
+    with pytest.raises(TypeError, match="^query:"):
+        sharded_decode(q.numpy(), q, q, num_heads=2, input_layout="BNSD")
+    with pytest.raises(ValueError, match="^query:"):
+        sharded_decode(torch.randn(1, 2, 3, 16), q, q, num_heads=2, input_layout="BNSD")
+    with pytest.raises(ValueError, match="^num_heads:"):
+        sharded_decode(q, q, q, input_layout="BNSD")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'heads'"):
+        sharded_decode(q, q, q, heads=2, input_layout="BNSD")
