@@ -100,39 +100,50 @@ double timed_on_threads(int threads, Fn fn) {
 }
 }  // namespace
 
-double measure_read_bandwidth(int threads) {
+Probe summarize(std::vector<double> samples) {
+  Probe p;
+  if (samples.empty()) return p;
+  std::sort(samples.begin(), samples.end());
+  p.rounds = static_cast<int>(samples.size());
+  p.median = samples[samples.size() / 2];
+  p.min = samples.front();
+  p.max = samples.back();
+  return p;
+}
+
+Probe measure_read_bandwidth(int threads, int rounds) {
   const std::size_t bytes = std::max<std::size_t>(512u << 20, 8 * static_cast<std::size_t>(last_level_cache_bytes()));
   const std::size_t n = bytes / sizeof(float);
   auto buf = hwy::AllocateAligned<float>(n);
   const std::size_t slice = n / static_cast<std::size_t>(threads) / 256 * 256;
   timed_on_threads(threads, [&](int t) { std::fill(buf.get() + t * slice, buf.get() + (t + 1) * slice, 1.0f); });
-  double best = 0.0;
+  std::vector<double> rates;
   std::vector<float> sums(static_cast<std::size_t>(threads));
-  for (int pass = 0; pass < 5; ++pass) {
+  for (int pass = 0; pass < rounds; ++pass) {
     const double s = timed_on_threads(threads, [&](int t) { sums[t] = HWY_DYNAMIC_DISPATCH(SumFloats)(buf.get() + t * slice, slice); });
-    best = std::max(best, static_cast<double>(slice * threads * sizeof(float)) / s);
+    rates.push_back(static_cast<double>(slice * threads * sizeof(float)) / s);
   }
   volatile float keep = sums[0];
   (void)keep;
-  return best;
+  return summarize(rates);
 }
 
-double measure_fma_peak(int threads) {
+Probe measure_fma_peak(int threads, int rounds) {
   constexpr std::int64_t kIters = 20'000'000;
-  double best = 0.0;
+  std::vector<double> rates;
   std::vector<float> sinks(static_cast<std::size_t>(threads));
   std::vector<double> flops(static_cast<std::size_t>(threads));
-  for (int pass = 0; pass < 3; ++pass) {
+  for (int pass = 0; pass < rounds; ++pass) {
     const double s = timed_on_threads(threads, [&](int t) {
       flops[t] = HWY_DYNAMIC_DISPATCH(FmaChains)(kIters, 1.0f + static_cast<float>(t), &sinks[t]);
     });
     double total = 0.0;
     for (double f : flops) total += f;
-    best = std::max(best, total / s);
+    rates.push_back(total / s);
   }
   volatile float keep = sinks[0];
   (void)keep;
-  return best;
+  return summarize(rates);
 }
 
 }  // namespace fia::bench

@@ -1,15 +1,27 @@
 // The limits a kernel is measured against, measured in the same run (issue: ratios, not absolutes).
 #pragma once
 
+#include <vector>
+
 namespace fia::bench {
 
+/// A probe over several rounds: the median is the limit workloads are judged against (the best
+/// round overstates what a shared machine sustains); min and max show the spread.
+struct Probe {
+  double median = 0.0, min = 0.0, max = 0.0;
+  int rounds = 0;
+};
+
+/// The median, min and max of `samples` (the upper median for an even count); all 0 when empty.
+Probe summarize(std::vector<double> samples);
+
 /// Read bandwidth in bytes per second: `threads` workers each summing their slice of a buffer
-/// several times the last-level cache; the best of a few passes.
-double measure_read_bandwidth(int threads);
+/// 8x the last-level cache (at least 512 MiB), `rounds` passes.
+Probe measure_read_bandwidth(int threads, int rounds = 7);
 
 /// fp32 fused multiply-add peak in FLOP/s (2 per lane per FMA): `threads` workers running
-/// independent register-resident FMA chains on the kernels' instruction set; best of a few runs.
-double measure_fma_peak(int threads);
+/// independent register-resident FMA chains on the kernels' instruction set, `rounds` runs.
+Probe measure_fma_peak(int threads, int rounds = 7);
 
 /// Bytes of the last-level cache (sysconf, else 32 MiB).
 long last_level_cache_bytes();

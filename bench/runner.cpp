@@ -6,6 +6,13 @@
 
 namespace fia::bench {
 
+double roofline_seconds(double bytes, double flops, const MachineLimits& limits, bool* memory_bound) {
+  const double memory = limits.read_bandwidth > 0 ? bytes / limits.read_bandwidth : 0.0;
+  const double compute = limits.fma_peak > 0 ? flops / limits.fma_peak : 0.0;
+  if (memory_bound) *memory_bound = memory >= compute;
+  return std::max(memory, compute);
+}
+
 Measurement measure(Workload& w, const Options& options, int repeat, const MachineLimits& limits,
                     const std::function<void(int, int)>& progress) {
   Measurement m;
@@ -14,6 +21,7 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Machi
   m.decode = w.decode;
   m.repeat = repeat;
   m.bytes_per_call = w.bytes_per_call;
+  m.flops_per_call = w.flops_per_call;
   auto fail = [&m](const Status& s) {
     m.error = s.to_string();
     m.skipped = s.code == StatusCode::kUnsupported;
@@ -53,13 +61,9 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Machi
   std::sort(times.begin(), times.end());
   m.median_s = times[times.size() / 2];
   m.min_s = times.front();
-  if (w.decode) {
-    m.rate = w.bytes_per_call / m.median_s;
-    m.fraction = limits.read_bandwidth > 0 ? m.rate / limits.read_bandwidth : 0.0;
-  } else {
-    m.rate = w.flops_per_call / m.median_s;
-    m.fraction = limits.fma_peak > 0 ? m.rate / limits.fma_peak : 0.0;
-  }
+  m.rate = w.decode ? w.bytes_per_call / m.median_s : w.flops_per_call / m.median_s;
+  m.roofline_s = roofline_seconds(w.bytes_per_call, w.flops_per_call, limits, &m.memory_bound);
+  m.fraction = m.roofline_s / m.median_s;
   return m;
 }
 

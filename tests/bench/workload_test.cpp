@@ -1,5 +1,6 @@
 // The benchmark workloads are the calls shapes.json describes (bytes and FLOPs as the issue defines
-// them, random tensors in realistic ranges). Nothing here is timed.
+// them, random tensors in realistic ranges), and the roofline arithmetic fia bench judges them by.
+// Nothing here is timed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/machine_limits.hpp"
+#include "bench/runner.hpp"
 #include "bench/workload.hpp"
 #include "fia/half.hpp"
 #include "problem/problem.hpp"
@@ -240,3 +243,29 @@ TEST(BenchWorkload, ColdCopiesHoldDifferentKvAndGiveResultsOfTheSameCall) {
 
 }  // namespace
 }  // namespace fia::test
+
+namespace fia::bench {
+namespace {
+
+TEST(BenchRoofline, IsTheSlowerOfReadingTheBytesAndDoingTheFlops) {
+  const MachineLimits limits{20e9, 400e9};  // 20 GB/s, 400 GFLOP/s
+  bool memory = false;
+  EXPECT_DOUBLE_EQ(roofline_seconds(40e6, 4e9, limits, &memory), 0.01);  // 2 ms of bytes, 10 ms of FLOPs
+  EXPECT_FALSE(memory);
+  EXPECT_DOUBLE_EQ(roofline_seconds(400e6, 4e9, limits, &memory), 0.02);  // 20 ms of bytes
+  EXPECT_TRUE(memory);
+  EXPECT_DOUBLE_EQ(roofline_seconds(1e9, 1e9, MachineLimits{}, &memory), 0.0);
+}
+
+TEST(BenchRoofline, ProbesReportTheMedianAndTheSpread) {
+  const Probe p = summarize({3.0, 9.0, 1.0, 7.0, 5.0});
+  EXPECT_EQ(p.rounds, 5);
+  EXPECT_EQ(p.median, 5.0);
+  EXPECT_EQ(p.min, 1.0);
+  EXPECT_EQ(p.max, 9.0);
+  EXPECT_EQ(summarize({2.0, 1.0}).median, 2.0);  // the upper median
+  EXPECT_EQ(summarize({}).rounds, 0);
+}
+
+}  // namespace
+}  // namespace fia::bench

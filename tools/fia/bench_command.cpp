@@ -33,11 +33,16 @@ std::string bytes_text(double bytes) {
   return buf;
 }
 
-std::string rate_text(const bench::Measurement& m) {
-  char buf[64];
-  if (m.decode) std::snprintf(buf, sizeof buf, "%8.2f GB/s    ", m.rate / 1e9);
-  else std::snprintf(buf, sizeof buf, "%8.2f GFLOP/s ", m.rate / 1e9);
+/// "30.2 GB/s (28.1-31.0 over 7 rounds)" for a probe of `unit` (scaled by 1e9).
+std::string probe_text(const bench::Probe& p, const char* unit) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.1f %s (%.1f-%.1f over %d rounds)", p.median / 1e9, unit, p.min / 1e9, p.max / 1e9,
+                p.rounds);
   return buf;
+}
+
+nlohmann::json probe_json(const bench::Probe& p) {
+  return {{"median", p.median / 1e9}, {"min", p.min / 1e9}, {"max", p.max / 1e9}, {"rounds", p.rounds}};
 }
 
 }  // namespace
@@ -70,13 +75,14 @@ int bench_command(const BenchArgs& in) {
     return kExitRejected;
   }
   std::fprintf(stderr, "measuring the machine's read bandwidth and fp32 FMA peak ...\r");
-  bench::MachineLimits limits;
-  limits.read_bandwidth = bench::measure_read_bandwidth(threads);
-  limits.fma_peak = bench::measure_fma_peak(threads);
+  const bench::Probe bandwidth = bench::measure_read_bandwidth(threads), peak = bench::measure_fma_peak(threads);
+  const bench::MachineLimits limits{bandwidth.median, peak.median};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
-  std::printf("fia bench: %d thread%s, kernels %s; measured read bandwidth %.1f GB/s, fp32 FMA peak %.1f GFLOP/s\n",
-              threads, threads == 1 ? "" : "s", detail::kernel_isa(), limits.read_bandwidth / 1e9, limits.fma_peak / 1e9);
-  std::printf("%-6s %10s %10s %18s %9s  %s\n", "shape", "median ms", "MB read", "rate", "of limit", "what");
+  std::printf("fia bench: %d thread%s, kernels %s; read bandwidth %s, fp32 FMA peak %s (medians)\n", threads,
+              threads == 1 ? "" : "s", detail::kernel_isa(), probe_text(bandwidth, "GB/s").c_str(),
+              probe_text(peak, "GFLOP/s").c_str());
+  std::printf("%-6s %10s %11s %9s %10s %9s %7s  %s\n", "shape", "median ms", "roofline ms", "of it", "MB read", "GFLOP",
+              "bound", "what");
 
   Options opt;
   opt.threads = threads;
@@ -96,15 +102,21 @@ int bench_command(const BenchArgs& in) {
     if (m.bytes_per_call > 0.0) r["bytes_per_call"] = m.bytes_per_call;
     if (!m.error.empty()) {
       // Rejected as not supported yet: listed and skipped. Any other error fails the run (exit 1).
-      std::printf("%-6s %10s %10s %18s %9s  %s (%s: %s)\n", m.name.c_str(), "-", bytes_text(m.bytes_per_call).c_str(), "-",
-                  "-", m.what.c_str(), m.skipped ? "skipped" : "failed", m.error.c_str());
+      std::printf("%-6s %10s %11s %9s %10s %9s %7s  %s (%s: %s)\n", m.name.c_str(), "-", "-", "-",
+                  bytes_text(m.bytes_per_call).c_str(), "-", "-", m.what.c_str(), m.skipped ? "skipped" : "failed",
+                  m.error.c_str());
       r[m.skipped ? "skipped" : "error"] = m.error;
       if (!m.skipped) ++failures;
     } else {
-      std::printf("%-6s %10.3f %10s %18s %8.0f%%  %s\n", m.name.c_str(), m.median_s * 1e3, bytes_text(m.bytes_per_call).c_str(),
-                  rate_text(m).c_str(), 100.0 * m.fraction, m.what.c_str());
+      // Above 1 the probe or the cold rotation is wrong, not the kernel fast: say so.
+      std::printf("%-6s %10.3f %11.3f %8.0f%% %10s %9.2f %7s  %s%s\n", m.name.c_str(), m.median_s * 1e3,
+                  m.roofline_s * 1e3, 100.0 * m.fraction, bytes_text(m.bytes_per_call).c_str(), m.flops_per_call / 1e9,
+                  m.memory_bound ? "memory" : "compute", m.what.c_str(),
+                  m.fraction > 1.0 ? " (above the roofline: check the probes and the cold rotation)" : "");
       r.update({{"kind", m.decode ? "decode" : "prefill"}, {"repeat", m.repeat}, {"median_s", m.median_s}, {"min_s", m.min_s},
-                {m.decode ? "GBps" : "GFLOPs", m.rate / 1e9}, {"fraction_of_limit", m.fraction},
+                {"flops_per_call", m.flops_per_call}, {"roofline_s", m.roofline_s},
+                {"bound", m.memory_bound ? "memory" : "compute"}, {"fraction_of_roofline", m.fraction},
+                {"GBps", m.bytes_per_call / m.median_s / 1e9}, {"GFLOPs", m.flops_per_call / m.median_s / 1e9},
                 {"copies", w.copies.size()}});
     }
     results.push_back(r);
@@ -113,8 +125,8 @@ int bench_command(const BenchArgs& in) {
   if (!args.json.empty()) {
     nlohmann::json doc = {{"threads", threads},
                           {"isa", detail::kernel_isa()},
-                          {"read_bandwidth_GBps", limits.read_bandwidth / 1e9},
-                          {"fma_peak_GFLOPs", limits.fma_peak / 1e9},
+                          {"read_bandwidth_GBps", probe_json(bandwidth)},
+                          {"fma_peak_GFLOPs", probe_json(peak)},
                           {"results", results}};
     std::ofstream f(args.json);
     f << doc.dump(2) << "\n";
