@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -22,6 +21,7 @@
 #include "cpu/item_common.hpp"
 #include "numeric/full_quant.hpp"
 
+#include "cpu/f16_rounding-inl.h"
 #include "cpu/full_quant_products-inl.h"
 
 #ifndef FIA_CPU_FULL_QUANT_LAYOUT_
@@ -119,20 +119,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-/// x (|x| <= 65504) rounded to fp16, nearest even: 10 mantissa bits for normal values, the
-/// subnormal quantum 2^-24 below 2^-14 (0.5 has that float ulp).
-HWY_INLINE VF round_f16(DF df, VF x) {
-  const hn::RebindToUnsigned<DF> du;
-  auto u = hn::BitCast(du, x);
-  const auto lsb = hn::And(hn::ShiftRight<13>(u), hn::Set(du, 1u));
-  u = hn::And(hn::Add(u, hn::Add(hn::Set(du, 0xFFFu), lsb)), hn::Set(du, 0xFFFFE000u));
-  const VF a = hn::Abs(x), half = hn::Set(df, 0.5f);
-  const VF sub = hn::CopySign(hn::Sub(hn::Add(a, half), half), x);
-  return hn::IfThenElse(hn::Lt(a, hn::Set(df, 0x1p-14f)), sub, hn::BitCast(df, u));
-}
-
 HWY_INLINE VF clamp_f16(DF df, VF x) {
-  return round_f16(df, hn::Min(hn::Max(x, hn::Set(df, -kF16Max)), hn::Set(df, kF16Max)));
+  return round_f16<true>(df, hn::Min(hn::Max(x, hn::Set(df, -kF16Max)), hn::Set(df, kF16Max)));
 }
 
 /// Row vectors per register block and columns per block of qk_block on this target.
@@ -204,13 +192,10 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
       for (std::int64_t c = t0; c < t0 + n; ++c) {
         const std::int64_t j = cb + c;
         float& s = bf.s[c * Rp + r];
-        if (!full && (j < i + p.band_lo[b] || j > i + p.band_hi[b] || (p.has_mask && p.masked(b, i, j)))) {
+        if (!full && !p.visible(b, i, j)) {
           s = kNegInf;
         } else if (p.has_pse) {  // "A + pse (fp16)"; a pse of -inf excludes the key
-          const BiasIndex& x = p.pse;
-          const float bias = load_one(x.base, x.dtype,
-                                      b * x.batch_stride + head * x.head_stride + (p.q_start[b] + i) * x.row_stride +
-                                          (j + p.kv_col_offset[b]) * x.col_stride);
+          const float bias = load_one(p.pse.base, p.pse.dtype, p.pse_offset(b, head, i, j));
           s = bias == kNegInf ? kNegInf : clamp_to_f16(s + clamp_to_f16(bias));
         }
       }
@@ -246,9 +231,9 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
         }
         const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
         sum = hn::Add(sum, e);
-        const VF y = hn::Round(clamp_f16(df, hn::Mul(round_f16(df, e), q1)));
+        const VF y = hn::Round(clamp_f16(df, hn::Mul(round_f16<false>(df, e), q1)));
         x[k] = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));
-        psum = hn::Add(psum, x[k]);
+        if constexpr (G == 4) psum = hn::Add(psum, x[k]);  // byte quads only: V's offset correction
       }
       hn::StoreU(pack_groups<G>(di, x), di, bf.p + (c / G) * Rp + r0);
     }
@@ -349,7 +334,6 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
       bf.seen[r] = 1.0f;
     }
   }
-  std::vector<float> row(static_cast<std::size_t>(VD));
   for (std::int64_t r = 0; r < R; ++r) {
     const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
     auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
@@ -359,8 +343,9 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
       continue;
     }
     const float l16 = clamp_to_f16(bf.l[r]);
-    for (std::int64_t d = 0; d < VD; ++d) row[d] = bf.o[r * VDp + d] / l16;
-    write_output_row(p, n, row.data(), orow);
+    float* o = bf.o + r * VDp;
+    for (std::int64_t d = 0; d < VD; ++d) o[d] /= l16;  // O / fp16(l), in place
+    write_output_row(p, n, o, orow);
     if (p.lse)
       static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(it.b, n, i)] = std::log(bf.l[r]) + bf.m[r];
   }

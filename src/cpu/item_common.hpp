@@ -47,18 +47,14 @@ inline void apply_visibility(const Problem& p, const WorkItem& it, ScoreView sv,
   const std::int64_t b = it.b, G = p.group, R = packed_rows(it);
   for (std::int64_t r = 0; r < R; ++r) {
     const std::int64_t n = it.query_head(G, r), i = it.query_row(r);
-    const std::int64_t lo = i + p.band_lo[b], hi = i + p.band_hi[b];
     float* row = sv.base + r * sv.row_stride;
     for (std::int64_t c = 0; c < nc; ++c) {
       const std::int64_t j = c0 + c;
       float& s = row[(j - it.col_begin) * sv.col_stride];
-      if (!full && (j < lo || j > hi || (p.has_mask && p.masked(b, i, j)))) {
+      if (!full && !p.visible(b, i, j)) {
         s = kNegInf;
       } else if (p.has_pse) {  // a pse of -inf excludes the key like a mask (25.1 #24-25)
-        const BiasIndex& x = p.pse;
-        const float bias = load_one(x.base, x.dtype,
-                                    b * x.batch_stride + n * x.head_stride + (p.q_start[b] + i) * x.row_stride +
-                                        (j + p.kv_col_offset[b]) * x.col_stride);
+        const float bias = load_one(p.pse.base, p.pse.dtype, p.pse_offset(b, n, i, j));
         s = bias == kNegInf ? kNegInf : saturate(s + bias);
       }
     }

@@ -8,6 +8,8 @@
 #define FIA_CPU_P_ROUNDING_INL_H_
 #endif
 
+#include "cpu/f16_rounding-inl.h"
+
 HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -23,21 +25,9 @@ HWY_INLINE VF round_bf16(DF df, VF e) {
   return hn::BitCast(df, u);
 }
 
-/// fp16: 10 mantissa bits for normal values; below 2^-14 the subnormal quantum 2^-24, obtained
-/// by adding and subtracting 0.5 (whose float ulp is 2^-24). Exact for E in [0, 1].
-HWY_INLINE VF round_f16(DF df, VF e) {
-  const hn::RebindToUnsigned<DF> du;
-  auto u = hn::BitCast(du, e);
-  const auto lsb = hn::And(hn::ShiftRight<13>(u), hn::Set(du, 1u));
-  u = hn::And(hn::Add(u, hn::Add(hn::Set(du, 0xFFFu), lsb)), hn::Set(du, 0xFFFFE000u));
-  const VF half = hn::Set(df, 0.5f);
-  const VF sub = hn::Sub(hn::Add(e, half), half);
-  return hn::IfThenElse(hn::Lt(e, hn::Set(df, 0x1p-14f)), sub, hn::BitCast(df, u));
-}
-
 HWY_INLINE VF round_p(DF df, VF e, DType t) {
   if (t == DType::BF16) return round_bf16(df, e);
-  if (t == DType::F16) return round_f16(df, e);
+  if (t == DType::F16) return round_f16<false>(df, e);  // E >= 0
   return e;
 }
 

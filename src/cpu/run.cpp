@@ -205,18 +205,12 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
   const Slots slots{base, workers == 1};
   const auto n_items = static_cast<std::int64_t>(plan.items.size());
   const std::int64_t vd = p.v_dim;
-  if (p.full_quant.on) {  // FIA-SPEC 13.1: its own pipeline, one item over all its chunks
-    auto run_items = [&] {
+  auto body = [&] {
+    if (p.full_quant.on) {  // FIA-SPEC 13.1: its own pipeline, one item over all its chunks
       parallel_each(p, plan, slots, 0, n_items,
                     [&](std::int64_t w, const Scratch& s) { full_quant_item(p, plan.items[w], s.slice, dst); });
-    };
-    if (slots.serial)
-      run_items();
-    else
-      arena_for(workers).execute(run_items);
-    return;
-  }
-  auto body = [&] {
+      return;
+    }
     parallel_each(p, plan, slots, 0, n_items, [&](std::int64_t w, const Scratch& s) {
       const WorkItem& it = plan.items[w];
       const ScoreView sv = score_view(it, s.scores, it.col_end - it.col_begin);

@@ -242,6 +242,15 @@ struct Problem {
     return m[b * mask.batch_stride + (q_start[b] + i) * mask.row_stride +
              (j + kv_col_offset[b]) * mask.col_stride] != 0;
   }
+  /// True when key j is visible to query row i of batch b: inside the band and not masked (6).
+  bool visible(std::int64_t b, std::int64_t i, std::int64_t j) const {
+    return j >= i + band_lo[b] && j <= i + band_hi[b] && !(has_mask && masked(b, i, j));
+  }
+  /// Element offset in `pse` of (b, query head n, row i, key j) (FIA-SPEC 8.1).
+  std::int64_t pse_offset(std::int64_t b, std::int64_t n, std::int64_t i, std::int64_t j) const {
+    return b * pse.batch_stride + n * pse.head_stride + (q_start[b] + i) * pse.row_stride +
+           (j + kv_col_offset[b]) * pse.col_stride;
+  }
   /// Locates logical token j (on the prefix-inclusive axis) of batch b, KV head h.
   KvRun locate(std::int64_t b, std::int64_t h, std::int64_t j) const;
   /// Element offset of the token factors (token_scale / token_offset) of logical column j of

@@ -14,11 +14,8 @@ namespace {
 
 /// The pse element of (b, n, i, j) rounded to fp16 (13.1: "A + pse (fp16)").
 float pse16(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, std::int64_t j) {
-  const BiasIndex& x = p.pse;
-  const std::int64_t off =
-      b * x.batch_stride + n * x.head_stride + (p.q_start[b] + i) * x.row_stride + (j + p.kv_col_offset[b]) * x.col_stride;
-  const auto bits = static_cast<const std::uint16_t*>(x.base)[off];
-  const float v = x.dtype == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
+  const auto bits = static_cast<const std::uint16_t*>(p.pse.base)[p.pse_offset(b, n, i, j)];
+  const float v = p.pse.dtype == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
   return v == -std::numeric_limits<float>::infinity() ? v : clamp_to_f16(v);
 }
 
@@ -41,7 +38,7 @@ bool reference_full_quant_row(const Problem& p, std::int64_t b, std::int64_t n, 
     a.clear();
     cols.clear();
     for (std::int64_t j = c0; j < c1; ++j) {
-      if (j < i + p.band_lo[b] || j > i + p.band_hi[b] || (p.has_mask && p.masked(b, i, j))) continue;
+      if (!p.visible(b, i, j)) continue;
       const auto* k = static_cast<const std::int8_t*>(p.locate(b, h, j).key);
       std::int32_t dot = 0;
       for (std::int64_t d = 0; d < D; ++d) dot += static_cast<std::int32_t>(q[d]) * k[d];

@@ -141,18 +141,12 @@ bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_
   std::vector<char> allowed(L, 0);
   bool any = false;
   for (std::int64_t j = 0; j < L; ++j) {
-    const bool in_band = j >= i + p.band_lo[b] && j <= i + p.band_hi[b];
-    if (!in_band || (p.has_mask && p.masked(b, i, j))) continue;
+    if (!p.visible(b, i, j)) continue;
     const KvRun kv = p.locate(b, h, j);
     double score = key_dot(p, q, kv.key, b, h, j);
     if (qr) score += dot(qr, kv.key_rope, t, p.rope_dim);  // 15.1
     score *= scale;                                       // step 3
-    if (p.has_pse) {                                      // step 4: after scaling
-      const BiasIndex& x = p.pse;
-      score += load(x.base, x.dtype,
-                    b * x.batch_stride + n * x.head_stride + (p.q_start[b] + i) * x.row_stride +
-                        (j + p.kv_col_offset[b]) * x.col_stride);
-    }
+    if (p.has_pse) score += load(p.pse.base, p.pse.dtype, p.pse_offset(b, n, i, j));  // step 4: after scaling
     if (score == -std::numeric_limits<double>::infinity()) continue;
     s[j] = std::min(score, std::numeric_limits<double>::max());
     allowed[j] = 1;

@@ -115,17 +115,13 @@ Status check_visibility(Ctx& c) {
     if (c.has_mask) FIA_RETURN_IF_ERROR(check_full_mask(c, rows, cols));
   } else {
     const std::int64_t mode = a.sparse_mode;
-    if (mode == 9) {
-      if (!c.has_mask) return invalid("atten_mask", "atten_mask (the tree mask) is required when sparse_mode is 9, got none");
-      FIA_RETURN_IF_ERROR(check_tree_mask(c));
-      return check_pse(c, rows, cols);
-    }
-    if (mode < 0 || mode > 4)
+    if ((mode < 0 || mode > 4) && mode != 9)
       return invalid("sparse_mode", cat("sparse_mode only supports 0/1/2/3/4/9, got ", mode));
     if (mode != 0 && !c.has_mask)
       return invalid("atten_mask", cat("atten_mask is required when sparse_mode is ", mode, ", got none"));
     if (c.has_mask) {
-      if (mode <= 1) FIA_RETURN_IF_ERROR(check_full_mask(c, rows, cols));
+      if (mode == 9) FIA_RETURN_IF_ERROR(check_tree_mask(c));
+      else if (mode <= 1) FIA_RETURN_IF_ERROR(check_full_mask(c, rows, cols));
       else FIA_RETURN_IF_ERROR(check_compressed_mask(c));
     }
   }

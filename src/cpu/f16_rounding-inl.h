@@ -1,0 +1,37 @@
+// Rounding float32 lanes to fp16 values (nearest, ties to even), kept as float32: the P cast of
+// FIA-SPEC 5 step 7 and the fp16 steps of full quantization (13.1). Included per Highway target
+// by cpu/p_rounding-inl.h and cpu/full_quant.cpp (the toggle guard lets foreach_target re-include
+// it once per target).
+#if defined(FIA_CPU_F16_ROUNDING_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_F16_ROUNDING_INL_H_
+#undef FIA_CPU_F16_ROUNDING_INL_H_
+#else
+#define FIA_CPU_F16_ROUNDING_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// x (|x| <= 65504) rounded to fp16: 10 mantissa bits for normal values (adding 0xFFF plus the
+/// kept lsb to the bits, then cutting 13 bits, works for either sign); below 2^-14 the subnormal
+/// quantum 2^-24, obtained by adding and subtracting 0.5 (whose float ulp is 2^-24) to |x|.
+/// kSigned false: x >= 0 is known (the P cast), which saves the sign handling in that hot loop.
+template <bool kSigned, class D>
+HWY_INLINE hn::Vec<D> round_f16(D df, hn::Vec<D> x) {
+  const hn::RebindToUnsigned<D> du;
+  auto u = hn::BitCast(du, x);
+  const auto lsb = hn::And(hn::ShiftRight<13>(u), hn::Set(du, 1u));
+  u = hn::And(hn::Add(u, hn::Add(hn::Set(du, 0xFFFu), lsb)), hn::Set(du, 0xFFFFE000u));
+  const auto a = kSigned ? hn::Abs(x) : x, half = hn::Set(df, 0.5f);
+  auto sub = hn::Sub(hn::Add(a, half), half);
+  if constexpr (kSigned) sub = hn::CopySign(sub, x);
+  return hn::IfThenElse(hn::Lt(a, hn::Set(df, 0x1p-14f)), sub, hn::BitCast(df, u));
+}
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FIA_CPU_F16_ROUNDING_INL_H_
