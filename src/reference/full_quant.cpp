@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/convert.hpp"
 #include "numeric/full_quant.hpp"
 #include "reference/reference.hpp"
 
@@ -14,8 +15,7 @@ namespace {
 
 /// The pse element of (b, n, i, j) rounded to fp16 (13.1: "A + pse (fp16)").
 float pse16(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, std::int64_t j) {
-  const auto bits = static_cast<const std::uint16_t*>(p.pse.base)[p.pse_offset(b, n, i, j)];
-  const float v = p.pse.dtype == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
+  const float v = load_one(p.pse.base, p.pse.dtype, p.pse_offset(b, n, i, j));  // FP16, BF16 or FLOAT32
   return v == -std::numeric_limits<float>::infinity() ? v : clamp_to_f16(v);
 }
 

@@ -229,6 +229,31 @@ TEST(FullQuantCpu, EveryStorageForm) {
   EXPECT_LE(tally.differ * 100, tally.elements) << tally.differ << " of " << tally.elements;
 }
 
+TEST(FullQuantCpu, Fp32PseIsRoundedToFp16LikeAnFp16One) {
+  // A FLOAT32 pse_shift (accepted in the default mode) is rounded to fp16 by "A + pse (fp16)":
+  // the same call with that pse in fp16 gives the same bytes, on both backends.
+  FullQuantSpec fs;
+  fs.spec.layout = "BNSD";
+  fs.spec.num_heads = 2;
+  fs.spec.q_seq = 4;
+  fs.spec.kv_seq = 50;
+  fs.spec.qk_dim = 32;
+  fs.spec.pse = true;
+  fs.spec.lse = true;
+  FullQuantCall half = build_full_quant_call(fs, 13), single = build_full_quant_call(fs, 13);
+  const TensorView& pse16 = half.call.args.pse_shift;
+  ASSERT_EQ(pse16.dtype, DType::F16);
+  OwnedTensor pse32(DType::F32, pse16.shape);
+  for (std::int64_t k = 0; k < pse32.numel(); ++k)
+    pse32.as<float>()[k] = detail::f16_to_f32(static_cast<const std::uint16_t*>(pse16.data)[k]);
+  single.call.args.pse_shift = single.call.keep(std::move(pse32));
+  for (Backend backend : {Backend::kReference, Backend::kCpu}) {
+    const Outputs a = run_full_quant(half.call.args, backend, 1), b = run_full_quant(single.call.args, backend, 1);
+    EXPECT_EQ(a.attention_out.bytes, b.attention_out.bytes) << (backend == Backend::kCpu ? "cpu" : "reference");
+    EXPECT_EQ(a.softmax_lse.bytes, b.softmax_lse.bytes);
+  }
+}
+
 TEST(FullQuantCpu, LongRowsAndEveryIsa) {
   // Chunk boundaries at 1024 and 2048 with a causal mask (chunks a row cannot see are skipped),
   // on every instruction set the machine has, with byte-quad (VNNI) and 16-bit pair products.
