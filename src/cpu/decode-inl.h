@@ -254,7 +254,7 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* tile_scores = sv.base + (c0 - it.col_begin);
-    for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
+    for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
       for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim,
                      [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
@@ -373,7 +373,7 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
       if (m[r] == kNegInf) std::fill(row, row + nc, 0.0f);
       else l[r] += exp_row(df, row, nc, m[r], p.p_rule.round_to);
     }
-    for_each_run(p, it.b, it.h, c0, nc, [&](std::int64_t c, const KvRun& run) {
+    for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
       if (antiquant) scale_p_for_values(p, it, c0 + c, run.count, tile_p + c, sv.row_stride);
       for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd,
                      [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {

@@ -89,7 +89,7 @@ std::int32_t group_of(const std::int32_t* x) {
 /// The K and V rows of columns [c0, c0 + count) of the item's batch and KV head, in order.
 template <class Fn>
 void each_kv_row(const Problem& p, const WorkItem& it, bool value, std::int64_t c0, std::int64_t count, Fn fn) {
-  for_each_run(p, it.b, it.h, c0, count, [&](std::int64_t c, const KvRun& run) {
+  for_each_run(p, it.b, it.h, c0, count, value ? KvParts::kValues : KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
     for (std::int64_t t = 0; t < run.count; ++t)
       fn(c + t, static_cast<const std::int8_t*>(value ? run.value : run.key) +
                     t * (value ? run.value_stride : run.key_stride));

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "cpu/attention_item.hpp"
 #include "cpu/convert.hpp"
@@ -61,14 +63,31 @@ inline void apply_visibility(const Problem& p, const WorkItem& it, ScoreView sv,
   }
 }
 
+/// Tokens of an NZ cache (FIA-SPEC 9.1) copied into contiguous rows at a time: 64 rows of 576
+/// bf16 elements (decode MLA) stay in L2.
+constexpr std::int64_t kUntileTokens = 64;
+
+/// The per-thread buffer for_each_run copies NZ rows into.
+inline std::vector<std::byte>& untile_scratch() {
+  static thread_local std::vector<std::byte> scratch;
+  return scratch;
+}
+
 /// Calls fn(token index relative to j0, run) for consecutive runs covering tokens [j0, j0 + count)
-/// of batch b, KV head h; run.count is clipped to the range.
+/// of batch b, KV head h; run.count is clipped to the range. The rows `parts` of an NZ cache come
+/// copied into contiguous rows of this head (kUntileTokens at a time), so every kernel reads one
+/// row layout; fn must not call for_each_run again while it holds the run.
 template <class Fn>
-void for_each_run(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t j0, std::int64_t count, Fn fn) {
+void for_each_run(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t j0, std::int64_t count, KvParts parts,
+                  Fn fn) {
   std::int64_t c = 0;
   while (c < count) {
     KvRun run = p.locate(b, h, j0 + c);
     run.count = std::min(run.count, count - c);
+    if (run.tiled()) {
+      run.count = std::min(run.count, kUntileTokens);
+      run = p.untile(run, parts, &untile_scratch());
+    }
     fn(c, run);
     c += run.count;
   }

@@ -23,7 +23,7 @@ void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int6
   const bool antiquant = p.kv_format != KvFormat::kFloat;
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
   const std::int64_t row_bytes = kv_row_bytes(p, keys ? p.qk_dim : p.v_dim);
-  for_each_run(p, it.b, it.h, j0, count, [&](std::int64_t c, const KvRun& run) {
+  for_each_run(p, it.b, it.h, j0, count, keys ? KvParts::kKeys : KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
     // Cold caches (speculative decode reads every KV row once): the rows kPrefetchTokens ahead.
     const auto* ahead = static_cast<const char*>(keys ? run.key : run.value);
     const std::int64_t stride = (keys ? run.key_stride : run.value_stride) * es;

@@ -4,6 +4,7 @@
 // into the fields below. Kernels and the reference read only this.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -30,10 +31,20 @@ struct RowIndex {
   }
 };
 
+/// How the elements of one stored token row lie: contiguous (stride 0), or in pieces of `width`
+/// elements `stride` apart, as in the NZ cache (blockNum, KV_N, D/D0, blockSize, D0), FIA-SPEC
+/// 3.2, 9.1: element d at (d / width) * stride + d % width with width D0 (16 for 2-byte, 32 for
+/// 1-byte elements) and stride blockSize * D0.
+struct RowTiling {
+  std::int64_t stride = 0, width = 0;
+  bool tiled() const { return stride != 0; }
+};
+
 /// Where the token rows of one KV tensor (key, value or key_rope) live.
 ///   batched: token t of batch b, KV head h at  batch[b].base + h*head_stride + t*token_stride
 ///   paged:   block blk = block_table[b][t / block_size]; at
-///            pool + blk*block_stride + h*head_stride + (t % block_size)*token_stride
+///            pool + blk*block_stride + h*head_stride + (t % block_size)*token_stride,
+///            its elements laid out by `tiling` (NZ caches; contiguous otherwise)
 struct KvTensorRows {
   struct Batch {
     const void* base = nullptr;
@@ -43,6 +54,7 @@ struct KvTensorRows {
   std::vector<Batch> batch;  ///< batched addressing (contiguous KV, tensor list, shared prefix)
   const void* pool = nullptr;  ///< paged addressing
   std::int64_t block_stride = 0, head_stride = 0, token_stride = 0;
+  RowTiling tiling;  ///< paged addressing
 };
 
 /// One segment of the logical KV axis: the shared prefix, or the batch's own KV (DESIGN.md
@@ -57,7 +69,11 @@ struct KvSegment {
   std::vector<std::int64_t> length;
 };
 
+/// Which rows of a KvRun a consumer reads: K with its rope part, V, or both.
+enum class KvParts : std::uint8_t { kKeys = 1, kValues = 2, kAll = 3 };
+
 /// A run of consecutive tokens [t, t + count) of one (segment, batch, head) with constant strides.
+/// Rows of an NZ cache are tiled (RowTiling); Problem::untile copies them into contiguous rows.
 struct KvRun {
   const void* key = nullptr;
   const void* value = nullptr;
@@ -65,6 +81,9 @@ struct KvRun {
   std::int64_t key_stride = 0, value_stride = 0, rope_stride = 0;  ///< elements between tokens
   std::int64_t key_head_stride = 0, value_head_stride = 0, rope_head_stride = 0;  ///< between KV heads
   std::int64_t count = 0;
+  RowTiling key_tiling, value_tiling, rope_tiling;
+
+  bool tiled() const { return key_tiling.tiled() || value_tiling.tiled() || rope_tiling.tiled(); }
 
   /// The same tokens [t, t + n) of KV head `dh` heads further on.
   KvRun sub(std::int64_t t, std::int64_t n, std::int64_t dh, std::size_t elem_size) const {
@@ -152,6 +171,7 @@ struct Problem {
   std::int64_t v_dim = 0;         ///< V_D
   DType dtype = DType::F16;       ///< query element type (F16, BF16, F32, I8); also K/V's when kv_format is kFloat
   DType kv_dtype = DType::F16;    ///< stored K/V element type: dtype, I8, or I32 (packed int4); strides count these
+  DType rope_dtype = DType::F16;  ///< query_rope / key_rope element type (15.2)
   KvFormat kv_format = KvFormat::kFloat;  ///< FIA-SPEC 12
   EntryPoint entry_point = EntryPoint::kFusedInferAttentionScore;  ///< the operator called
   PRule p_rule;                           ///< from the entry point, layout and inner_precise (25.3)
@@ -253,6 +273,19 @@ struct Problem {
   }
   /// Locates logical token j (on the prefix-inclusive axis) of batch b, KV head h.
   KvRun locate(std::int64_t b, std::int64_t h, std::int64_t j) const;
+  /// The rows `parts` of a tiled run (NZ cache, FIA-SPEC 9.1) copied into `scratch` as contiguous
+  /// rows of one KV head (the others' pointers null); a run that is not tiled comes back as it
+  /// is. When V is K (decode MLA, 25.1 #11) the copy serves both. The result is valid until the
+  /// next call with the same scratch.
+  KvRun untile(const KvRun& run, KvParts parts, std::vector<std::byte>* scratch) const;
+  /// The rows `parts` of logical token j of batch b, KV head h as contiguous rows (count 1):
+  /// locate then untile.
+  KvRun token_rows(std::int64_t b, std::int64_t h, std::int64_t j, KvParts parts,
+                   std::vector<std::byte>* scratch) const {
+    KvRun run = locate(b, h, j);
+    run.count = 1;
+    return untile(run, parts, scratch);
+  }
   /// Element offset of the token factors (token_scale / token_offset) of logical column j of
   /// batch b, KV head h, in a per-token Antiquant (FIA-SPEC 12.3, 25.1 #8).
   std::int64_t token_factor_offset(const Antiquant& q, std::int64_t b, std::int64_t h, std::int64_t j) const;

@@ -32,6 +32,7 @@ bool reference_full_quant_row(const Problem& p, std::int64_t b, std::int64_t n, 
   bool first = true;
   std::vector<float> a;
   std::vector<std::int64_t> cols;
+  std::vector<std::byte> scratch;  // NZ rows made contiguous (9.1)
   for (std::int64_t c0 = 0; c0 < L; c0 += kFullQuantChunk) {
     const std::int64_t c1 = std::min(L, c0 + kFullQuantChunk);
     // Scores of the chunk's allowed columns: masked ones, and keys whose pse is -inf, take no part.
@@ -39,7 +40,7 @@ bool reference_full_quant_row(const Problem& p, std::int64_t b, std::int64_t n, 
     cols.clear();
     for (std::int64_t j = c0; j < c1; ++j) {
       if (!p.visible(b, i, j)) continue;
-      const auto* k = static_cast<const std::int8_t*>(p.locate(b, h, j).key);
+      const auto* k = static_cast<const std::int8_t*>(p.token_rows(b, h, j, KvParts::kKeys, &scratch).key);
       std::int32_t dot = 0;
       for (std::int64_t d = 0; d < D; ++d) dot += static_cast<std::int32_t>(q[d]) * k[d];
       float s = full_quant_score(dot, fq.dequant1, fq.scale16);
@@ -62,7 +63,7 @@ bool reference_full_quant_row(const Problem& p, std::int64_t b, std::int64_t n, 
       chunk_sum += std::exp(static_cast<double>(a[c]) - mc);
       const float e16 = round_to_f16(static_cast<float>(std::exp(static_cast<double>(a[c]) - m_new)));
       const std::int32_t pq = quantize_p(e16, fq.quant1);
-      const auto* v = static_cast<const std::int8_t*>(p.locate(b, h, cols[c]).value);
+      const auto* v = static_cast<const std::int8_t*>(p.token_rows(b, h, cols[c], KvParts::kValues, &scratch).value);
       for (std::int64_t d = 0; d < VD; ++d) acc[d] += pq * v[d];
     }
     l = l * std::exp(static_cast<double>(m) - m_new) + chunk_sum * std::exp(static_cast<double>(mc) - m_new);

@@ -139,10 +139,11 @@ bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_
   // like a mask (25.1 #24-25); +inf (a pse of +inf) is the largest double.
   std::vector<double> s(L);
   std::vector<char> allowed(L, 0);
+  std::vector<std::byte> scratch;  // NZ rows made contiguous (9.1)
   bool any = false;
   for (std::int64_t j = 0; j < L; ++j) {
     if (!p.visible(b, i, j)) continue;
-    const KvRun kv = p.locate(b, h, j);
+    const KvRun kv = p.token_rows(b, h, j, KvParts::kKeys, &scratch);
     double score = key_dot(p, q, kv.key, b, h, j);
     if (qr) score += dot(qr, kv.key_rope, t, p.rope_dim);  // 15.1
     score *= scale;                                       // step 3
@@ -161,7 +162,7 @@ bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_
   std::vector<double> acc(p.v_dim, 0.0);
   for (std::int64_t j = 0; j < L; ++j) {
     if (!allowed[j]) continue;
-    const KvRun kv = p.locate(b, h, j);
+    const KvRun kv = p.token_rows(b, h, j, KvParts::kValues, &scratch);
     for (std::int64_t d = 0; d < p.v_dim; ++d)  // step 8 (12.5: dequantized V)
       acc[d] += w.p[j] * kv_element(p, p.value_antiquant, kv.value, p.v_dim, b, h, j, d);
   }

@@ -70,7 +70,7 @@ Status layout_rules(const Ctx& c) {
   if (c.q_seq == 1 && name == "BNSD_BSND")
     return invalid("input_layout", "antiquant with Q_S = 1 needs layout BSH, BSND or BNSD, got BNSD_BSND");
   if (c.storage == Storage::kPaged) {
-    if (c.paged_bnbsd && c.layout.in != Layout::kBNSD && c.layout.in != Layout::kTND)
+    if (c.cache == CacheLayout::kBnNBsD && c.layout.in != Layout::kBNSD && c.layout.in != Layout::kTND)
       return invalid("input_layout", cat("antiquant with a (block_num, N, block_size, D) cache needs layout BNSD, ",
                                          "BNSD_BSND or TND, got ", name));
     const std::int64_t bs = c.a.block_size;
@@ -136,11 +136,11 @@ Status check_antiquant_hardware(const Ctx& c) {
   if (!c.strict || !c.antiquant()) return Status::Ok();
   FIA_RETURN_IF_ERROR(scale_rules(c));
   FIA_RETURN_IF_ERROR(int4_rules(c));
-  FIA_RETURN_IF_ERROR(layout_rules(c));
-  FIA_RETURN_IF_ERROR(prefill_rules(c));
   if (c.has_sink)
     return invalid("learnable_sink", "no learnable_sink with KV antiquantization (Appendix C), got learnable_sink");
-  return Status::Ok();
+  if (c.storage == Storage::kPaged && c.cache == CacheLayout::kNz) return Status::Ok();  // check_nz_hardware
+  FIA_RETURN_IF_ERROR(layout_rules(c));
+  return prefill_rules(c);
 }
 
 }  // namespace fia::detail

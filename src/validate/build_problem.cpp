@@ -74,7 +74,11 @@ KvSegment own_segment(const Ctx& c) {
     auto pool = [&](const TensorView& t, std::int64_t d, KvTensorRows* rows) {
       rows->pool = t.data;
       rows->block_stride = t.stride(0);
-      if (c.paged_bnbsd) {
+      if (c.cache == CacheLayout::kNz) {  // (block_num, N, D/D0, block_size, D0), 9.1
+        rows->head_stride = t.stride(1);
+        rows->token_stride = t.stride(3);
+        rows->tiling = {t.stride(2), t.shape[4]};
+      } else if (c.cache == CacheLayout::kBnNBsD) {
         rows->head_stride = t.stride(1);
         rows->token_stride = t.stride(2);
       } else {
@@ -237,6 +241,7 @@ void fill_problem(const Ctx& c, Problem* p) {
   p->v_dim = c.v_dim;
   p->dtype = c.dtype;
   p->kv_dtype = c.kv_dtype;
+  p->rope_dtype = c.rope ? c.a.query_rope.dtype : c.dtype;
   p->kv_format = c.kv_format;
   p->entry_point = c.a.entry_point;
   p->p_rule = p_rule_for(c);

@@ -198,7 +198,7 @@ Status storage(const Ctx& c) {
     } else if (bs > 512) {
       return invalid("block_size", cat("block_size must be <= 512 for decode, got ", bs));
     }
-    if (!c.paged_bnbsd && c.num_kv_heads * c.qk_dim > 65535)
+    if (c.cache == CacheLayout::kBnBsH && c.num_kv_heads * c.qk_dim > 65535)
       return invalid("key", cat("a (block_num, block_size, H) cache needs H <= 65535, got ", c.num_kv_heads * c.qk_dim));
     if (c.qk_dim != c.v_dim && !c.decode_mla)
       return invalid("block_table", "paged attention needs equal query and value head dims");
@@ -226,6 +226,7 @@ Status check_hardware(Ctx& c) {
   FIA_RETURN_IF_ERROR(features(c));
   FIA_RETURN_IF_ERROR(tree_mask_limits(c));
   FIA_RETURN_IF_ERROR(storage(c));
+  FIA_RETURN_IF_ERROR(check_nz_hardware(c));
   FIA_RETURN_IF_ERROR(check_antiquant_hardware(c));
   FIA_RETURN_IF_ERROR(check_full_quant_hardware(c));
   return Status::Ok();

@@ -187,25 +187,74 @@ Status check_tensor_list(Ctx& c) {
   return Status::Ok();
 }
 
+/// The piece width D0 of an NZ cache of `dtype` elements: 32 bytes (FIA-SPEC 3.2).
+std::int64_t nz_piece(DType dtype) { return 32 / static_cast<std::int64_t>(dtype_size(dtype)); }
+
+/// Checks an NZ pool `t` (block_num, heads, D/D0, block_size, D0) of `dtype` elements against the
+/// key's (block_num, heads, block_size); returns its head dim D.
+Status check_nz_pool(const Ctx& c, const char* name, const TensorView& t, DType dtype, const TensorView& key,
+                     std::int64_t* dim) {
+  const std::int64_t d0 = nz_piece(dtype);
+  if (t.rank() != 5 || t.shape[4] != d0)
+    return invalid(name, cat("an NZ paged cache of ", dtype_name(dtype), " must be (block_num, N, D/", d0,
+                             ", block_size, ", d0, "), got shape ", shape_str(t.shape)));
+  if (t.shape[0] != key.shape[0] || t.shape[1] != key.shape[1] || t.shape[3] != key.shape[3])
+    return invalid(name, cat(name, " shape ", shape_str(t.shape), " must match the key cache ", shape_str(key.shape),
+                             " in block_num, N and block_size"));
+  if (t.shape[1] != c.num_kv_heads)
+    return invalid(name, cat(name, " head count ", t.shape[1], " != num_key_value_heads ", c.num_kv_heads));
+  *dim = t.shape[2] * d0;
+  return Status::Ok();
+}
+
+/// FIA-SPEC 3.2, 9.1: the NZ cache (block_num, KV_N, D/D0, block_size, D0), D0 = 32 bytes of
+/// FLOAT16, BFLOAT16 or INT8 elements.
+Status check_nz_kv(Ctx& c) {
+  const FiaArgs& a = c.a;
+  const TensorView& k = a.key[0];
+  if (c.kv_dtype != DType::F16 && c.kv_dtype != DType::BF16 && c.kv_dtype != DType::I8)
+    return invalid("key", cat("an NZ paged cache holds FLOAT16, BFLOAT16 or INT8 elements, got ", dtype_name(k.dtype)));
+  std::int64_t kd = 0;
+  FIA_RETURN_IF_ERROR(check_nz_pool(c, "key", k, c.kv_dtype, k, &kd));
+  if (kd != c.qk_dim)
+    return invalid("key", cat("key head dim ", kd, " != query head dim ", c.qk_dim, " (NZ shape ", shape_str(k.shape), ")"));
+  if (value_ignored(c)) {
+    c.v_dim = c.qk_dim;
+  } else {
+    FIA_RETURN_IF_ERROR(check_nz_pool(c, "value", a.value[0], c.kv_dtype, k, &c.v_dim));
+    if (c.v_dim < 1 || c.v_dim > kMaxHeadDim)
+      return invalid("value", cat("head dim must be in [1, ", kMaxHeadDim, "], got shape ", shape_str(a.value[0].shape)));
+  }
+  if (k.shape[3] != a.block_size)
+    return invalid("key", cat("the block axis of the paged key cache must equal block_size ", a.block_size,
+                              ", got shape ", shape_str(k.shape)));
+  c.block_num = k.shape[0];
+  return Status::Ok();
+}
+
 Status check_paged_kv(Ctx& c) {
   const FiaArgs& a = c.a;
   const TensorView& k = a.key[0];
   const TensorView& v = a.value[0];
   if (a.key.size() != 1) return invalid("block_table", "paged attention does not combine with a tensor list");
-  if (k.rank() == 5) return unsupported("key", "the NZ paged cache layout (rank-5 key) is not supported yet");
-  if (k.rank() != 3 && k.rank() != 4)
-    return invalid("key", cat("a paged key cache must be (block_num, block_size, H) or (block_num, N, block_size, D), got shape ",
-                              shape_str(k.shape)));
+  if (k.rank() < 3 || k.rank() > 5)
+    return invalid("key", cat("a paged key cache must be (block_num, block_size, H), (block_num, N, block_size, D) or ",
+                              "NZ (block_num, N, D/D0, block_size, D0), got shape ", shape_str(k.shape)));
   if (a.block_size <= 0 || a.block_size > kMaxBatch)
     return invalid("block_size", cat("block_size must be in [1, ", kMaxBatch, "] with a block_table, got ", a.block_size));
-  c.paged_bnbsd = k.rank() == 4;
-  // Read the pool as a BSH (block_num, block_size, H) or BNSD (block_num, N, block_size, D) tensor.
-  Axes kx;
-  FIA_RETURN_IF_ERROR(check_kv_pair(c, k, v, c.paged_bnbsd ? Layout::kBNSD : Layout::kBSH, &kx, &c.v_dim));
-  if (kx.s != a.block_size)
-    return invalid("key", cat("the block axis of the paged key cache must equal block_size ", a.block_size,
-                              ", got shape ", shape_str(k.shape)));
-  c.block_num = kx.b;
+  c.cache = k.rank() == 5 ? CacheLayout::kNz : k.rank() == 4 ? CacheLayout::kBnNBsD : CacheLayout::kBnBsH;
+  if (c.cache == CacheLayout::kNz) {
+    FIA_RETURN_IF_ERROR(check_nz_kv(c));
+  } else {
+    // Read the pool as a BSH (block_num, block_size, H) or BNSD (block_num, N, block_size, D) tensor.
+    Axes kx;
+    FIA_RETURN_IF_ERROR(
+        check_kv_pair(c, k, v, c.cache == CacheLayout::kBnNBsD ? Layout::kBNSD : Layout::kBSH, &kx, &c.v_dim));
+    if (kx.s != a.block_size)
+      return invalid("key", cat("the block axis of the paged key cache must equal block_size ", a.block_size,
+                                ", got shape ", shape_str(k.shape)));
+    c.block_num = kx.b;
+  }
   const TensorView& t = a.block_table;
   if (t.dtype != DType::I32) return invalid("block_table", cat("block_table dtype must be INT32, got ", dtype_name(t.dtype)));
   if (t.rank() != 2 || (c.batch > 0 && t.shape[1] == 0))
@@ -245,10 +294,18 @@ Status check_rope(Ctx& c) {
   if (k.dtype != c.dtype)
     return invalid("key_rope", cat("key_rope dtype must equal the key dtype ", dtype_name(c.dtype), ", got ",
                                    dtype_name(k.dtype)));
+  if (c.storage == Storage::kPaged && c.cache == CacheLayout::kNz) {
+    std::int64_t kd = 0;
+    FIA_RETURN_IF_ERROR(check_nz_pool(c, "key_rope", k, k.dtype, a.key[0], &kd));
+    if (kd != c.rope_dim)
+      return invalid("key_rope", cat("key_rope head dim must equal the query_rope head dim ", c.rope_dim,
+                                     ", got shape ", shape_str(k.shape)));
+    return Status::Ok();
+  }
   if (!same_but_last(k, a.key[0]))
     return invalid("key_rope", cat("key_rope shape must match key shape ", shape_str(a.key[0].shape),
                                    " except the last axis, got ", shape_str(k.shape)));
-  const bool k_fused = (c.storage == Storage::kPaged) ? !c.paged_bnbsd : fused;
+  const bool k_fused = (c.storage == Storage::kPaged) ? c.cache == CacheLayout::kBnBsH : fused;
   const std::int64_t kd = k_fused ? (k.shape.back() % c.num_kv_heads == 0 ? k.shape.back() / c.num_kv_heads : -1)
                                   : k.shape.back();
   if (kd != c.rope_dim)

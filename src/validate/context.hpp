@@ -15,6 +15,8 @@
 namespace fia::detail {
 
 enum class Storage { kContiguous, kTensorList, kPaged };
+/// The layout of a paged cache (FIA-SPEC 3.2, 9.1), picked by the key's rank 3, 4 or 5.
+enum class CacheLayout { kBnBsH, kBnNBsD, kNz };
 
 /// Everything the checks derive from FiaArgs, in the order they derive it.
 struct Ctx {
@@ -37,7 +39,7 @@ struct Ctx {
   std::int64_t kv_seq = 0;  // KV_S of contiguous KV (T_kv for token layouts)
   std::vector<std::int64_t> list_seq;  // tensor list: S_b
   std::int64_t block_num = 0, max_blocks = 0;  // paged
-  bool paged_bnbsd = false;  // paged cache layout (block_num, KV_N, block_size, D)
+  CacheLayout cache = CacheLayout::kBnBsH;  // paged
   bool rope = false, decode_mla = false, legacy_decode = false;
   bool empty_kv = false;  // every key/value tensor is empty (FIA-SPEC 19)
 
@@ -110,6 +112,7 @@ void fill_post_quant(const Ctx& c, Problem* p);  // Problem::post_quant, out_dty
 // Int8 full quantization (FIA-SPEC 13.1-13.2, 20.11 #25), in check_full_quant.cpp.
 Status check_full_quant_params(Ctx& c);            // INT8 query: K/V dtype, scales (from check_tensors)
 Status check_full_quant_hardware(const Ctx& c);    // Ascend-only restrictions, strict mode only
+Status check_nz_hardware(const Ctx& c);            // where the NPU reads an NZ cache (9.2, 12.4, 15.4), strict only
 void fill_full_quant(const Ctx& c, Problem* p);    // Problem::full_quant, out_dtype F16
 
 /// Fills the Problem from a context that passed every check.

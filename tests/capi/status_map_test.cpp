@@ -62,12 +62,14 @@ TEST(CApiStatus, AnUnsupportedFeatureIs161002NamingItsArgument) {
   spec.layout = "BNSD";
   spec.num_heads = 2, spec.q_seq = 2, spec.kv_seq = 8;
   TestCall call = build_call(spec, 5);
-  // The NZ paged cache (rank-5 key, FIA-SPEC 9.1) is not built yet.
-  OwnedTensor nz(DType::F16, {2, 2, 1, 16, 16}), table(DType::I32, {1, 1});
-  table.as<std::int32_t>()[0] = 0;
+  // A key whose innermost axis is strided: fia reads that axis with unit stride.
+  OwnedTensor wide(DType::F16, {1, 2, 8, 32});
+  TensorView strided = wide.view();
+  strided.shape = {1, 2, 8, 16};
+  strided.strides = {512, 256, 32, 2};
   OwnedTensor out(DType::F16, {1, 2, 2, 16});
-  AclTensor q = acl_tensor(call.args.query), o = acl_tensor(out.mutable_view()), bt = acl_tensor(table.view());
-  AclList k = acl_list({nz.view()}), v = acl_list({nz.view()});
+  AclTensor q = acl_tensor(call.args.query), o = acl_tensor(out.mutable_view());
+  AclList k = acl_list({strided}), v = acl_list({call.args.value[0]});
   char layout[] = "BNSD";
   uint64_t ws = 0;
   aclOpExecutor* ex = nullptr;
@@ -75,7 +77,7 @@ TEST(CApiStatus, AnUnsupportedFeatureIs161002NamingItsArgument) {
   const int64_t lengths[] = {8};
   aclIntArray* kv_lengths = aclCreateIntArray(lengths, 1);
   EXPECT_EQ(aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
-                q.get(), k.get(), v.get(), n, n, nullptr, kv_lengths, n, n, n, n, n, n, n, bt.get(), n, n, n, n,
+                q.get(), k.get(), v.get(), n, n, nullptr, kv_lengths, n, n, n, n, n, n, n, n, n, n, n, n,
                 n, n, n, n, nullptr, 2, 1.0, kIntMax, kIntMax, layout, 0, 0, 0, 16, 0, false, 0, 0, o.get(), nullptr,
                 &ws, &ex),
             ACLNN_ERR_PARAM_INVALID);

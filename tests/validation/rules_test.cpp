@@ -141,7 +141,6 @@ std::vector<Rule> rules() {
       {"list_member_batch", tensor_list(), [](A c) { c.args.key[1].shape[0] = 2; c.args.value[1].shape[0] = 2; }, "key", kInvalid},
       {"list_value_dim", tensor_list(), [](A c) { c.args.value[1].shape[3] = 32; }, "value", kInvalid},
       // 20.6 paged attention
-      {"paged_nz_unsupported", paged(), [](A c) { c.args.key[0].shape = {1, 2, 4, 16, 16}; }, "key", kUnsup},
       {"paged_rank", paged(), [](A c) { c.args.key[0].shape = {64, 16}; }, "key", kInvalid},
       {"block_size_zero", paged(), [](A c) { c.args.block_size = 0; }, "block_size", kInvalid},
       {"block_axis", paged(), [](A c) { c.args.block_size = 8; }, "key", kInvalid},
