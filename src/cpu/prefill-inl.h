@@ -47,14 +47,19 @@ void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int6
 /// out[c][r-block] = scale * sum_x a[x][r-block] * b(c, x) for NV row vectors and NC columns,
 /// b(c, x) = b[c * bc + x * bx]; `a` rows have stride lda, `out` rows stride ldo. With
 /// `accumulate` the sum is added to out instead (scale unused). Scaled results saturate (see
-/// saturate()).
+/// saturate()). NC <= 6, or <= 12 for one row vector: an FMA's latency (4 cycles, 2 per cycle)
+/// needs 8 independent accumulators to keep both FMA ports busy.
 template <int NV, int NC>
 HWY_INLINE void block_product(DF df, const float* a, std::int64_t lda, const float* b, std::int64_t bc, std::int64_t bx,
                               std::int64_t depth, float* out, std::int64_t ldo, float scale, bool accumulate) {
+  static_assert(NC <= 6 || (NV == 1 && NC <= 12), "accumulators beyond the register file");
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-#define FIA_ZERO6(v) VF c##v##0 = hn::Zero(df), c##v##1 = hn::Zero(df), c##v##2 = hn::Zero(df), \
-                        c##v##3 = hn::Zero(df), c##v##4 = hn::Zero(df), c##v##5 = hn::Zero(df);
-  FIA_ZERO6(0) FIA_ZERO6(1) FIA_ZERO6(2) FIA_ZERO6(3)
+#define FIA_ZERO6(v, k0, k1, k2, k3, k4, k5)                                                                    \
+  VF c##v##k0 = hn::Zero(df), c##v##k1 = hn::Zero(df), c##v##k2 = hn::Zero(df), c##v##k3 = hn::Zero(df), \
+     c##v##k4 = hn::Zero(df), c##v##k5 = hn::Zero(df);
+#define FIA_ZERO12(v) FIA_ZERO6(v, 0, 1, 2, 3, 4, 5) FIA_ZERO6(v, 6, 7, 8, 9, 10, 11)
+  FIA_ZERO12(0) FIA_ZERO12(1) FIA_ZERO12(2) FIA_ZERO12(3)
+#undef FIA_ZERO12
 #undef FIA_ZERO6
   for (std::int64_t x = 0; x < depth; ++x) {
     const float* ax = a + x * lda;
@@ -72,6 +77,7 @@ HWY_INLINE void block_product(DF df, const float* a, std::int64_t lda, const flo
     if constexpr (NV > 3) c3##n = hn::MulAdd(a3, bn, c3##n);       \
   }
     FIA_COLUMN(0) FIA_COLUMN(1) FIA_COLUMN(2) FIA_COLUMN(3) FIA_COLUMN(4) FIA_COLUMN(5)
+    FIA_COLUMN(6) FIA_COLUMN(7) FIA_COLUMN(8) FIA_COLUMN(9) FIA_COLUMN(10) FIA_COLUMN(11)
 #undef FIA_COLUMN
   }
   const VF vs = hn::Set(df, scale);
@@ -87,15 +93,20 @@ HWY_INLINE void block_product(DF df, const float* a, std::int64_t lda, const flo
     if constexpr (NV > 3) put(c3##n, o + 3 * L);      \
   }
   FIA_STORE(0) FIA_STORE(1) FIA_STORE(2) FIA_STORE(3) FIA_STORE(4) FIA_STORE(5)
+  FIA_STORE(6) FIA_STORE(7) FIA_STORE(8) FIA_STORE(9) FIA_STORE(10) FIA_STORE(11)
 #undef FIA_STORE
 }
 
-/// All columns of one row block of NV vectors: blocks of 6 columns, then single columns.
+/// All columns of one row block of NV vectors: blocks of 6 columns (12 for a single row vector),
+/// then single columns.
 template <int NV>
 HWY_INLINE void row_block_product(DF df, const float* a, std::int64_t lda, const float* b, std::int64_t bc, std::int64_t bx,
                                   std::int64_t ncols, std::int64_t depth, float* out, std::int64_t ldo, float scale,
                                   bool accumulate) {
   std::int64_t c = 0;
+  if constexpr (NV == 1)
+    for (; c + 12 <= ncols; c += 12)
+      block_product<1, 12>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
   for (; c + 6 <= ncols; c += 6)
     block_product<NV, 6>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
   for (; c < ncols; ++c) block_product<NV, 1>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
