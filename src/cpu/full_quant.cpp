@@ -96,18 +96,6 @@ void each_kv_row(const Problem& p, const WorkItem& it, bool value, std::int64_t 
   });
 }
 
-/// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
-bool cpu_has_vnni(bool avx512) {
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (avx512) return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1u);
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
-#else
-  (void)avx512;
-  return false;
-#endif
-}
-
 }  // namespace
 }  // namespace fia::detail
 #endif  // FIA_CPU_FULL_QUANT_LAYOUT_
@@ -370,6 +358,18 @@ HWY_EXPORT(FullQuantItem);
 namespace {
 std::atomic<bool> g_byte_quads{true};
 }  // namespace
+
+/// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
+bool cpu_has_vnni(bool avx512) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (avx512) return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1u);
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
+#else
+  (void)avx512;
+  return false;
+#endif
+}
 
 bool byte_quads_allowed() { return g_byte_quads.load(std::memory_order_relaxed); }
 void allow_byte_quads(bool allowed) { g_byte_quads.store(allowed, std::memory_order_relaxed); }

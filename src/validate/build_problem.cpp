@@ -60,6 +60,20 @@ KvSegment prefix_segment(const Ctx& c) {
   return s;
 }
 
+/// Problem::locate counts every KV stride in elements of kv_dtype: the BF16 key_rope beside an
+/// INT8 latent cache (MLA full quant, 13.3) has its strides scaled to bytes.
+void in_kv_elements(const Ctx& c, KvTensorRows* rope) {
+  if (!c.mla_full_quant) return;
+  const auto f = static_cast<std::int64_t>(dtype_size(c.rope_dtype) / dtype_size(c.kv_dtype));
+  rope->block_stride *= f;
+  rope->head_stride *= f;
+  rope->token_stride *= f;
+  for (auto& b : rope->batch) {
+    b.head_stride *= f;
+    b.token_stride *= f;
+  }
+}
+
 KvSegment own_segment(const Ctx& c) {
   const FiaArgs& a = c.a;
   KvSegment s;
@@ -85,6 +99,7 @@ KvSegment own_segment(const Ctx& c) {
     pool(a.key[0], stored(c, c.qk_dim), &s.key);
     pool(value, stored(c, v_dim), &s.value);
     if (c.rope) pool(a.key_rope, c.rope_dim, &s.key_rope);
+    in_kv_elements(c, &s.key_rope);
     return s;
   }
   const Layout l = c.layout.in;
@@ -96,8 +111,9 @@ KvSegment own_segment(const Ctx& c) {
     s.key.batch.push_back(kv_batch(a.key[ti], l, stored(c, c.qk_dim), bi, first, c.kv_dtype));
     s.value.batch.push_back(
         kv_batch(c.decode_mla ? a.key[ti] : a.value[ti], l, stored(c, v_dim), bi, first, c.kv_dtype));
-    if (c.rope) s.key_rope.batch.push_back(kv_batch(a.key_rope, l, c.rope_dim, bi, first, c.dtype));
+    if (c.rope) s.key_rope.batch.push_back(kv_batch(a.key_rope, l, c.rope_dim, bi, first, c.rope_dtype));
   }
+  in_kv_elements(c, &s.key_rope);
   return s;
 }
 
@@ -263,7 +279,8 @@ void fill_problem(const Ctx& c, Problem* p) {
       p->sink.push_back(to_float(a.learnable_sink.data, a.learnable_sink.dtype, n * a.learnable_sink.stride(0)));
   }
   p->out_dtype = c.dtype;
-  fill_full_quant(c, p);  // INT8 query: FP16 output
+  fill_full_quant(c, p);  // INT8 query: FP16 output (MLA full quant: BF16)
+  if (c.mla_full_quant) p->mla_full_quant.dequant_query = query_rows(c, a.dequant_scale_query, 1);
   fill_post_quant(c, p);  // int8 output with quant_scale2
   p->out_layout = c.layout.out;
   p->token_layout = is_token_layout(c.layout.in);
@@ -308,6 +325,7 @@ Status build_problem(const FiaArgs& args, bool strict, Problem* out) {
   }
   FIA_RETURN_IF_ERROR(check_tensors(c));
   FIA_RETURN_IF_ERROR(check_shapes(c));
+  FIA_RETURN_IF_ERROR(check_mla_full_quant_shapes(c));
   if (c.empty_kv) {
     // FIA-SPEC 19: every key/value tensor is empty: attention_out is 0, softmax_lse +inf.
     c.act_q.assign(c.batch, 0);
