@@ -10,28 +10,29 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "cpu/full_quant.hpp"
+#include "cpu/full_quant_layout.hpp"
 #include "cpu/item_common.hpp"
 #include "cpu/mla_full_quant.hpp"
 #include "numeric/full_quant.hpp"
 #include "numeric/half.hpp"
 
 #include "cpu/full_quant_products-inl.h"
+#include "cpu/full_quant_tiles-inl.h"
 
 #ifndef FIA_CPU_MLA_FULL_QUANT_LAYOUT_
 #define FIA_CPU_MLA_FULL_QUANT_LAYOUT_
 namespace fia::detail {
 namespace {
 
-constexpr std::int64_t kRows = 32;     // packed rows per item at most
-constexpr std::int64_t kLanePad = 64;  // int32 lanes of the widest vector Highway may target
-constexpr std::int64_t kKTile = 64;    // K rows converted at a time
-constexpr std::int64_t kVTile = 64;    // V rows grouped at a time (a multiple of every group size)
+using fq::kKTile;
+using fq::kLanePad;
+using fq::kRowsPad;
+using fq::kVTile;
+using fq::up;
 constexpr std::int64_t kChunk = kMlaFullQuantChunk;
-
-constexpr std::int64_t up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
-constexpr std::int64_t kRowsPad = up(kRows, kLanePad);
 
 /// The per-worker scratch of an item, carved from one float buffer, every piece 64-byte aligned.
 /// Rows are padded to Rp, a multiple of the running target's int32 lanes (at most kRowsPad).
@@ -46,8 +47,8 @@ struct Buffers {
   std::int32_t* acc;  // Rp x VDp: the chunk's int32 P·V
   float* o;           // Rp x VDp: the output accumulator, relative to the running max
   float *factor, *m, *mc, *l, *sum, *hit;  // per row
-  std::int32_t *qsum;                      // per row: byte quads' offset correction of Q·Kᵀ
-  std::int32_t *psum;                      // per row: byte quads' offset correction of P·V
+  std::int32_t* qsum;                      // per row: byte quads' offset correction of Q·Kᵀ
+  std::int32_t* psum;                      // per row: byte quads' offset correction of P·V
 };
 
 /// Carves the buffers from `base` (null: only sizes them); returns the bytes used.
@@ -77,14 +78,6 @@ std::int64_t buffer_bytes(std::int64_t D, std::int64_t RD, std::int64_t VD, Buff
   return off;
 }
 
-/// The group of G small integers x[0..G) (int16 pairs or bytes).
-template <int G>
-std::int32_t group_of(const std::int32_t* x) {
-  std::uint32_t g = 0;
-  for (int k = 0; k < G; ++k) g |= (static_cast<std::uint32_t>(x[k]) & (G == 2 ? 0xFFFFu : 0xFFu)) << (k * 32 / G);
-  return static_cast<std::int32_t>(g);
-}
-
 float rope_value(const void* base, DType t, std::int64_t i) {
   const auto bits = static_cast<const std::uint16_t*>(base)[i];
   return t == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
@@ -101,42 +94,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
-/// Row vectors per register block and columns per block of qk_block on this target.
-constexpr int kQkRowVectors = HWY_MAX_BYTES >= 64 ? 2 : 4;
-constexpr int kQkColumns = HWY_MAX_BYTES >= 64 ? 6 : 2;
-
-/// Q·Kᵀ of NV row vectors from rv for the n rows of the K tile, into out (column-major, int32).
-template <int G, int NV>
-void qk_rows(const Buffers& bf, std::int64_t Rp, std::int64_t krow, std::int64_t groups, std::int64_t rv,
-             std::int64_t n, std::int32_t* out) {
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(DI()));
-  std::int64_t c = 0;
-  for (; c + kQkColumns <= n; c += kQkColumns)
-    qk_block<G, NV, kQkColumns>(bf.q + rv * L, Rp, bf.k + c * krow, krow, groups, out + c * Rp + rv * L);
-  for (; c < n; ++c) qk_block<G, NV, 1>(bf.q + rv * L, Rp, bf.k + c * krow, krow, groups, out + c * Rp + rv * L);
-}
-
-/// Latent row `row` as K groups at dst (G = 2: int16; G = 4: bytes offset by 128), zero-padded to Dg.
-template <int G>
-void convert_key_row(const std::int8_t* row, std::int64_t D, std::int64_t Dg, std::byte* dst_bytes) {
-  std::int64_t x = 0;
-  if constexpr (G == 2) {
-    const hn::ScalableTag<std::int16_t> d16;
-    const hn::Rebind<std::int8_t, decltype(d16)> d8;
-    const auto step = static_cast<std::int64_t>(hn::Lanes(d16));
-    auto* dst = reinterpret_cast<std::int16_t*>(dst_bytes);
-    for (; x + step <= D; x += step) hn::StoreU(hn::PromoteTo(d16, hn::LoadU(d8, row + x)), d16, dst + x);
-    for (; x < Dg; ++x) dst[x] = x < D ? row[x] : 0;
-  } else {
-    const hn::ScalableTag<std::uint8_t> d8;
-    const auto step = static_cast<std::int64_t>(hn::Lanes(d8));
-    auto* dst = reinterpret_cast<std::uint8_t*>(dst_bytes);
-    const auto* src = reinterpret_cast<const std::uint8_t*>(row);
-    for (; x + step <= D; x += step) hn::StoreU(hn::Xor(hn::LoadU(d8, src + x), hn::Set(d8, 0x80)), d8, dst + x);
-    for (; x < Dg; ++x) dst[x] = static_cast<std::uint8_t>((x < D ? src[x] : 0) ^ 0x80);
-  }
-}
-
 /// The scores of every packed row over columns [cb, cb + nc) of a chunk, column-major in bf.s:
 /// S = (Q·Kᵀ + Qrope·Kropeᵀ) * factor (13.3), masked and out-of-band keys -inf.
 template <int G>
@@ -148,6 +105,7 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const std::int64_t krow = G == 2 ? 2 * Dg : Dg, groups = Dg / G;
   const DType rt = p.mla_full_quant.rope_dtype;
+  const VF fmax = hn::Set(df, std::numeric_limits<float>::max());
   auto* raw = reinterpret_cast<std::int32_t*>(bf.s);  // int32 sums, turned into scores in place
   for (std::int64_t t0 = 0; t0 < nc; t0 += kKTile) {
     const std::int64_t n = std::min(kKTile, nc - t0);
@@ -160,11 +118,8 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
         for (std::int64_t d = 0; d < RD; ++d) bf.kr[(c + t) * RD + d] = rope_value(kr, rt, d);
       }
     });
-    const std::int64_t RV = Rp / L;
     std::int32_t* out = raw + t0 * Rp;
-    std::int64_t rv = 0;
-    for (; rv + kQkRowVectors <= RV; rv += kQkRowVectors) qk_rows<G, kQkRowVectors>(bf, Rp, krow, groups, rv, n, out);
-    for (; rv < RV; ++rv) qk_rows<G, 1>(bf, Rp, krow, groups, rv, n, out);
+    qk_tile<G>(bf.q, Rp, bf.k, krow, groups, n, out);
     for (std::int64_t c = 0; c < n; ++c) {
       for (std::int64_t r0 = 0; r0 < Rp; r0 += L) {
         VI x = hn::LoadU(di, out + c * Rp + r0);
@@ -173,7 +128,7 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
         for (std::int64_t d = 0; d < RD; ++d)
           rope = hn::Add(rope, hn::Mul(hn::LoadU(df, bf.qr + d * Rp + r0), hn::Set(df, bf.kr[c * RD + d])));
         const VF s = hn::Mul(hn::Add(hn::ConvertTo(df, x), rope), hn::LoadU(df, bf.factor + r0));
-        hn::StoreU(s, df, bf.s + (t0 + c) * Rp + r0);
+        hn::StoreU(hn::Min(hn::Max(s, hn::Neg(fmax)), fmax), df, bf.s + (t0 + c) * Rp + r0);  // no inf - inf
       }
     }
   }
@@ -222,45 +177,6 @@ void chunk_softmax(const Buffers& bf, std::int64_t Rp, std::int64_t nc) {
   }
 }
 
-/// P·V of the chunk's nc columns into bf.acc (rows < R), V (the latent rows) grouped kVTile rows
-/// at a time.
-template <int G>
-void chunk_pv(const Problem& p, const WorkItem& it, const Buffers& bf, std::int64_t R, std::int64_t Rp,
-              std::int64_t VDp, std::int64_t cb, std::int64_t nc) {
-  const DI di;
-  const hn::Rebind<std::int8_t, DI> d8;
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(di)), VD = p.v_dim;
-  std::fill(bf.acc, bf.acc + R * VDp, 0);
-  const VI mask = hn::Set(di, G == 2 ? 0xFFFF : 0xFF), flip = hn::Set(di, G == 2 ? 0 : 0x80);
-  for (std::int64_t v0 = 0; v0 < nc; v0 += kVTile) {
-    const std::int64_t n = std::min(kVTile, nc - v0), groups = (n + G - 1) / G;
-    std::fill(bf.v, bf.v + groups * VDp, 0);
-    for_each_run(p, it.b, it.h, cb + v0, n, [&](std::int64_t c0, const KvRun& run) {
-      for (std::int64_t t = 0; t < run.count; ++t) {
-        const std::int64_t c = c0 + t;
-        const auto* row = static_cast<const std::int8_t*>(run.value) + t * run.value_stride;
-        std::int32_t* dst = bf.v + (c / G) * VDp;
-        const int shift = static_cast<int>(c % G) * 32 / G;
-        std::int64_t d = 0;
-        for (; d + L <= VD; d += L) {
-          const VI x = hn::And(hn::Xor(hn::PromoteTo(di, hn::LoadU(d8, row + d)), flip), mask);
-          hn::StoreU(hn::Or(hn::LoadU(di, dst + d), hn::ShiftLeftSame(x, shift)), di, dst + d);
-        }
-        for (; d < VD; ++d) {
-          const auto x = (static_cast<std::uint32_t>(row[d]) ^ (G == 2 ? 0u : 0x80u)) & (G == 2 ? 0xFFFFu : 0xFFu);
-          dst[d] = static_cast<std::int32_t>(static_cast<std::uint32_t>(dst[d]) | (x << shift));
-        }
-      }
-    });
-    for (std::int64_t d0 = 0; d0 < VD; d0 += 4 * L) {
-      std::int64_t r = 0;
-      for (; r + 2 <= R; r += 2)
-        pv_block<G, 2>(bf.p + v0 / G * Rp + r, Rp, bf.v + d0, VDp, groups, bf.acc + r * VDp + d0);
-      for (; r < R; ++r) pv_block<G, 1>(bf.p + v0 / G * Rp + r, Rp, bf.v + d0, VDp, groups, bf.acc + r * VDp + d0);
-    }
-  }
-}
-
 /// Query groups, query rope and the per-row factor dequant_scale_query * key_scale * scale.
 template <int G>
 void load_queries(const Problem& p, const WorkItem& it, const Buffers& bf, std::int64_t Rp) {
@@ -276,7 +192,7 @@ void load_queries(const Problem& p, const WorkItem& it, const Buffers& bf, std::
     for (std::int64_t g = 0; g < Dg / G; ++g) {
       std::int32_t x[G];
       for (int k = 0; k < G; ++k) x[k] = G * g + k < D ? q[G * g + k] : 0;
-      bf.q[g * Rp + r] = group_of<G>(x);
+      bf.q[g * Rp + r] = fq::group_of<G>(x);
     }
     for (std::int64_t d = 0; d < D; ++d) bf.qsum[r] += q[d];
     const auto* qr = static_cast<const std::byte*>(p.query_rope.base) +
@@ -304,7 +220,7 @@ void mla_item_groups(const Problem& p, const WorkItem& it, float* scratch, const
     const std::int64_t nc = std::min(it.col_end, (k + 1) * kChunk) - cb;
     chunk_scores<G>(p, it, bf, Rp, cb, nc);
     chunk_softmax<G>(bf, Rp, nc);
-    chunk_pv<G>(p, it, bf, R, Rp, VDp, cb, nc);
+    pv_chunk<G>(p, it, bf.p, Rp, bf.v, bf.acc, R, VDp, cb, nc);  // V: the latent rows
     for (std::int64_t r = 0; r < R; ++r) {  // fold the chunk in: rescale by the new running max
       if (bf.hit[r] == 0.0f) continue;
       const float m_new = std::max(bf.m[r], bf.mc[r]);
@@ -358,35 +274,8 @@ void mla_full_quant_item(const Problem& p, const WorkItem& item, float* scratch,
 }
 
 CpuPlan make_mla_full_quant_plan(const Problem& p, int threads) {
-  CpuPlan plan;
-  const std::int64_t G = p.group, heads = std::min(G, kRows), rows = std::max<std::int64_t>(1, kRows / heads);
-  double work = 0.0;
-  for (std::int64_t b = 0; b < p.batch; ++b)
-    for (std::int64_t h = 0; h < p.num_kv_heads; ++h)
-      for (std::int64_t g0 = 0; g0 < G; g0 += heads)
-        for (std::int64_t r = 0; r < p.act_q[b]; r += rows) {
-          WorkItem it;
-          it.b = b;
-          it.h = h;
-          it.head0 = g0;
-          it.heads = std::min(heads, G - g0);
-          it.row_begin = r;
-          it.row_end = std::min(r + rows, p.act_q[b]);
-          std::int64_t lo, hi;
-          visible_columns(p, b, it.row_begin, it.row_end, &lo, &hi);
-          if (lo > hi) continue;  // every row fully masked: stays 0 / +inf
-          it.col_begin = lo;
-          it.col_end = hi + 1;
-          work += static_cast<double>(packed_rows(it)) * static_cast<double>(hi + 1 - lo) *
-                  static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim);
-          plan.items.push_back(it);
-        }
-  const std::size_t widest = work < PlanLimits{}.serial_work ? 1 : plan.items.size();
-  plan.threads = static_cast<int>(std::clamp<std::size_t>(widest, 1, static_cast<std::size_t>(std::max(threads, 1))));
-  plan.floats_per_thread =
-      static_cast<std::size_t>(buffer_bytes(p.qk_dim, p.rope_dim, p.v_dim, nullptr, nullptr)) / sizeof(float);
-  plan.workspace_bytes = plan.items.empty() ? 0 : plan.floats_per_thread * plan.threads * sizeof(float) + 64;
-  return plan;
+  const auto bytes = buffer_bytes(p.qk_dim, p.rope_dim, p.v_dim, nullptr, nullptr);
+  return fq::full_quant_plan(p, threads, p.qk_dim + p.rope_dim + p.v_dim, static_cast<std::size_t>(bytes) / sizeof(float));
 }
 
 }  // namespace fia::detail
