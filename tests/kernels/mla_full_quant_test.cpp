@@ -206,14 +206,15 @@ TEST(MlaFullQuantCpu, SameBytesOnEveryIsaAndProduct) {
   s.sparse_mode = 3;
   s.mask = MaskKind::kCompressed;
   s.lse = true;
-  std::vector<std::byte> first;
+  const Outputs first = expect_cpu_matches_reference(s, 7);
+  MlaFullQuantCall c = build_mla_full_quant_call(s, 7);
   for (const std::string& isa : detail::available_isas())
     for (bool quads : {true, false}) {
       ASSERT_TRUE(detail::force_isa(isa));
       detail::allow_byte_quads(quads);
-      const Outputs out = expect_cpu_matches_reference(s, 7);
-      if (first.empty()) first = out.attention_out.bytes;
-      EXPECT_EQ(out.attention_out.bytes, first) << isa << (quads ? " quads" : " pairs");
+      const Outputs out = run_full_quant(c.call.args, Backend::kCpu, 2);
+      EXPECT_EQ(out.attention_out.bytes, first.attention_out.bytes) << isa << (quads ? " quads" : " pairs");
+      EXPECT_EQ(out.softmax_lse.bytes, first.softmax_lse.bytes) << isa << (quads ? " quads" : " pairs");
     }
   detail::allow_byte_quads(true);
   detail::force_isa("");
