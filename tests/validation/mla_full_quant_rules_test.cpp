@@ -158,6 +158,7 @@ INSTANTIATE_TEST_SUITE_P(
         Rule{"decode_sparse_3", [](CallSpec& s) { s.sparse_mode = 3, s.mask = MaskKind::kCompressed; }, nullptr,
              "sparse_mode", true},
         Rule{"prefill_sparse_0", [](CallSpec& s) { s.q_seq = 4; }, nullptr, "sparse_mode", true},
+        Rule{"decode_mask", [](CallSpec& s) { s.mask = MaskKind::kFull; }, nullptr, "atten_mask", true},
         Rule{"block_size_64", [](CallSpec& s) { s.block_size = 64; }, nullptr, "block_size", true},
         Rule{"num_heads_3", [](CallSpec& s) { s.num_heads = 3; }, nullptr, "num_heads", true},
         Rule{"contiguous_kv", [](CallSpec& s) { s.storage = KvStorage::kContiguous; }, nullptr, "block_table", true}),
