@@ -30,8 +30,9 @@ void full_quant_item(const Problem& p, const WorkItem& item, float* scratch, con
 /// has them; tests turn them off to run the 16-bit pair products on the same instruction set.
 /// Results are identical either way (both are exact).
 bool byte_quads_allowed();
+void allow_byte_quads(bool allowed);
+
 /// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
 bool cpu_has_vnni(bool avx512);
-void allow_byte_quads(bool allowed);
 
 }  // namespace fia::detail
