@@ -290,8 +290,8 @@ void full_quant_item(const Problem& p, const WorkItem& item, float* scratch, con
 }
 
 CpuPlan make_full_quant_plan(const Problem& p, int threads) {
-  return fq::full_quant_plan(p, threads, p.qk_dim + p.v_dim,
-                             static_cast<std::size_t>(buffer_bytes(p.qk_dim, p.v_dim, nullptr, nullptr)) / sizeof(float));
+  const auto floats = static_cast<std::size_t>(buffer_bytes(p.qk_dim, p.v_dim, nullptr, nullptr)) / sizeof(float);
+  return fq::full_quant_plan(p, threads, p.qk_dim + p.v_dim, floats);
 }
 
 CpuPlan fq::full_quant_plan(const Problem& p, int threads, std::int64_t dims, std::size_t floats_per_thread) {

@@ -274,8 +274,9 @@ void mla_full_quant_item(const Problem& p, const WorkItem& item, float* scratch,
 }
 
 CpuPlan make_mla_full_quant_plan(const Problem& p, int threads) {
-  const auto bytes = buffer_bytes(p.qk_dim, p.rope_dim, p.v_dim, nullptr, nullptr);
-  return fq::full_quant_plan(p, threads, p.qk_dim + p.rope_dim + p.v_dim, static_cast<std::size_t>(bytes) / sizeof(float));
+  const auto bytes = static_cast<std::size_t>(buffer_bytes(p.qk_dim, p.rope_dim, p.v_dim, nullptr, nullptr));
+  const std::size_t floats = bytes / sizeof(float);
+  return fq::full_quant_plan(p, threads, p.qk_dim + p.rope_dim + p.v_dim, floats);
 }
 
 }  // namespace fia::detail

@@ -18,7 +18,8 @@ constexpr const char* kWhat = "MLA full quantization (INT8 query with query_rope
 /// key_antiquant_scale / value_antiquant_scale: required, FLOAT32, shape [1], finite (13.3).
 Status check_kv_scale(const char* name, const TensorView& t) {
   if (!t.present()) return invalid(name, cat(name, " is required by ", kWhat, ", got null"));
-  if (t.dtype != DType::F32) return invalid(name, cat(name, " dtype must be FLOAT32 in ", kWhat, ", got ", dname(t.dtype)));
+  if (t.dtype != DType::F32)
+    return invalid(name, cat(name, " dtype must be FLOAT32 in ", kWhat, ", got ", dname(t.dtype)));
   if (t.rank() != 1 || t.shape[0] != 1)
     return invalid(name, cat(name, " must be per-tensor, shape [1], in ", kWhat, ", got shape ", shape_str(t.shape)));
   const float v = *static_cast<const float*>(t.data);
@@ -43,7 +44,8 @@ Status check_mla_full_quant_params(Ctx& c) {
     return invalid("query_quant_mode", cat("query_quant_mode must be 3 (per token and head) in ", kWhat, ", got ",
                                            a.query_quant_mode));
   const TensorView& dq = a.dequant_scale_query;
-  if (!dq.present()) return invalid("dequant_scale_query", cat("dequant_scale_query is required by ", kWhat, ", got null"));
+  if (!dq.present())
+    return invalid("dequant_scale_query", cat("dequant_scale_query is required by ", kWhat, ", got null"));
   if (dq.dtype != DType::F32)
     return invalid("dequant_scale_query", cat("dequant_scale_query dtype must be FLOAT32, got ", dname(dq.dtype)));
   FIA_RETURN_IF_ERROR(check_kv_scale("key_antiquant_scale", a.key_antiquant_scale));
@@ -99,12 +101,14 @@ Status check_mla_full_quant_hardware(const Ctx& c) {
     return invalid("query", cat(kWhat, " needs the latent head dim 512, got ", c.qk_dim));
   const std::string& l = c.layout.name;
   if (l != "BSH" && l != "BSH_NBSD" && l != "BSND" && l != "BSND_NBSD" && l != "TND" && l != "TND_NTD")
-    return invalid("input_layout", cat(kWhat, " supports layouts BSH, BSH_NBSD, BSND, BSND_NBSD, TND, TND_NTD, got ", l));
+    return invalid("input_layout",
+                   cat(kWhat, " supports layouts BSH, BSH_NBSD, BSND, BSND_NBSD, TND, TND_NTD, got ", l));
   if (c.q_seq < 1 || c.q_seq > 16) return invalid("query", cat(kWhat, " needs Q_S in [1, 16], got ", c.q_seq));
   if (c.q_seq == 1 && a.sparse_mode != 0)
     return invalid("sparse_mode", cat(kWhat, " with Q_S = 1 needs sparse_mode 0, got ", a.sparse_mode));
   if (c.q_seq == 1 && c.has_mask)
-    return invalid("atten_mask", cat(kWhat, " with Q_S = 1 takes no atten_mask, got shape ", shape_str(a.atten_mask.shape)));
+    return invalid("atten_mask",
+                   cat(kWhat, " with Q_S = 1 takes no atten_mask, got shape ", shape_str(a.atten_mask.shape)));
   if (c.q_seq > 1 && a.sparse_mode != 3 && a.sparse_mode != 9)
     return invalid("sparse_mode", cat(kWhat, " with Q_S > 1 needs sparse_mode 3 or 9, got ", a.sparse_mode));
   if (a.block_size != 128) return invalid("block_size", cat(kWhat, " needs block_size 128, got ", a.block_size));

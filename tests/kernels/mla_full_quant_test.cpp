@@ -125,7 +125,8 @@ CallSpec mla_spec(const std::string& layout, std::int64_t heads, std::int64_t q_
   s.paged_bnbsd = true;
   if (layout.rfind("TND", 0) == 0) {
     std::vector<std::int64_t> act_q;
-    for (std::size_t b = 0; b < act_kv.size(); ++b) act_q.push_back(std::max<std::int64_t>(1, q_seq - static_cast<std::int64_t>(b)));
+    for (std::size_t b = 0; b < act_kv.size(); ++b)
+      act_q.push_back(std::max<std::int64_t>(1, q_seq - static_cast<std::int64_t>(b)));
     s.act_q = act_q;
   }
   return s;

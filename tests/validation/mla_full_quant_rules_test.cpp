@@ -80,7 +80,8 @@ TEST_P(MlaFullQuantRule, IsRejectedNamingTheParameter) {
   const Status st = validate(c.call.args, r.strict);
   ASSERT_FALSE(st.ok()) << r.name;
   EXPECT_EQ(st.parameter, r.parameter) << st.to_string();
-  if (r.strict) EXPECT_TRUE(validate(c.call.args, false).ok()) << r.name << ": " << validate(c.call.args, false).to_string();
+  if (r.strict)
+    EXPECT_TRUE(validate(c.call.args, false).ok()) << r.name << ": " << validate(c.call.args, false).to_string();
 }
 
 OwnedTensor f32(std::vector<std::int64_t> shape, float v) {
@@ -91,7 +92,9 @@ OwnedTensor f32(std::vector<std::int64_t> shape, float v) {
 
 OwnedTensor of(DType dtype, std::vector<std::int64_t> shape) { return OwnedTensor(dtype, std::move(shape)); }
 
-void set(MlaFullQuantCall& c, TensorView FiaArgs::*slot, OwnedTensor t) { c.call.args.*slot = c.call.keep(std::move(t)); }
+void set(MlaFullQuantCall& c, TensorView FiaArgs::*slot, OwnedTensor t) {
+  c.call.args.*slot = c.call.keep(std::move(t));
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Semantic, MlaFullQuantRule,
