@@ -172,10 +172,11 @@ def test_v2_dtype_override_none_is_fine():
     assert torch.equal(a, b)
 
 
-def test_mla_full_quant_is_not_built_yet():
+def test_mla_full_quant_names_query_quant_mode():
+    # An INT8 query with rope is MLA full quantization (FIA-SPEC 13.3): query_quant_mode must be 3.
     q, k, v = (x.to(torch.int8) for x in qkv())
     rope = torch.zeros(*q.shape[:-1], 8, dtype=torch.bfloat16)
-    raises(NotImplementedError, fia.UnsupportedFeatureError, "query_rope",
+    raises(ValueError, fia.InvalidArgumentError, "query_quant_mode",
            lambda: FIA(q, k, v, num_heads=4, input_layout="BNSD", query_rope=rope, key_rope=rope), "13.3")
 
 

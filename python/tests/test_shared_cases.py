@@ -14,9 +14,6 @@ import fia
 from conftest import shared_dir
 from judge import criterion_a, lse_match
 
-# Invalid-quant cases whose rule belongs to a feature fia does not build yet (MLA full quant:
-# FIA-SPEC 13.3): rejected as unsupported (tests/cli/shared_cases_test.cpp).
-NOT_YET_BUILT = {"invalid-s727272-0157", "invalid-s727272-0160", "invalid-s727272-0163"}
 DTYPE_NAMES = {torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32", torch.int8: "I8"}
 
 
@@ -38,19 +35,8 @@ def call_case(case: pathlib.Path, **extras):
     return fia.npu_fused_infer_attention_score(query, key, value, **tensors, **params, **extras)
 
 
-def not_yet_computed(case: pathlib.Path) -> str:
-    tensors = load_file(str(case / "inputs.safetensors"))
-    if tensors["query"].dtype == torch.int8 and "query_rope" in tensors:
-        return "int8 query with rope: MLA full quantization (FIA-SPEC 13.3) is not built yet"
-    return ""
-
-
 @pytest.mark.parametrize("case", cases("core", "storage", "quant"))
 def test_valid_case_matches_expected_and_the_cpp_api(case, cli, tmp_path):
-    if not_yet_computed(case):
-        with pytest.raises(NotImplementedError):
-            call_case(case)
-        return
     out, lse = call_case(case)
     expected = load_file(str(case / "expected.safetensors"))
     with open(case / "expected.safetensors", "rb") as f:
@@ -72,10 +58,6 @@ def test_valid_case_matches_expected_and_the_cpp_api(case, cli, tmp_path):
 @pytest.mark.parametrize("case", cases("invalid", "invalid-quant"))
 def test_invalid_case_is_rejected_naming_the_parameter(case):
     names = (case / "expected_error.txt").read_text().splitlines()[0].split("|")
-    if case.name in NOT_YET_BUILT:
-        with pytest.raises(NotImplementedError):
-            call_case(case, strict=True)
-        return
     # An unknown keyword is Python's own TypeError (it names the keyword); every other rule is a
     # fia.FiaError naming the parameter.
     with pytest.raises((fia.FiaError, TypeError)) as err:

@@ -18,24 +18,24 @@
 #endif
 
 #include "cpu/full_quant.hpp"
+#include "cpu/full_quant_layout.hpp"
 #include "cpu/item_common.hpp"
 #include "numeric/full_quant.hpp"
 
 #include "cpu/f16_rounding-inl.h"
 #include "cpu/full_quant_products-inl.h"
+#include "cpu/full_quant_tiles-inl.h"
 
 #ifndef FIA_CPU_FULL_QUANT_LAYOUT_
 #define FIA_CPU_FULL_QUANT_LAYOUT_
 namespace fia::detail {
 namespace {
 
-constexpr std::int64_t kRows = 32;     // packed rows per item at most
-constexpr std::int64_t kLanePad = 64;  // int32 lanes of the widest vector Highway may target
-constexpr std::int64_t kKTile = 64;    // K rows converted at a time
-constexpr std::int64_t kVTile = 64;    // V rows grouped at a time (a multiple of every group size)
-
-constexpr std::int64_t up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
-constexpr std::int64_t kRowsPad = up(kRows, kLanePad);
+using fq::kKTile;
+using fq::kLanePad;
+using fq::kRowsPad;
+using fq::kVTile;
+using fq::up;
 
 /// The per-worker scratch of an item (cpu/full_quant_products-inl.h for the groups), carved from
 /// one float buffer, every piece 64-byte aligned. Rows are padded to Rp, a multiple of the running
@@ -77,37 +77,6 @@ std::int64_t buffer_bytes(std::int64_t D, std::int64_t VD, Buffers* b, std::byte
   return off;
 }
 
-/// The group of G small integers x[0..G) (int16 pairs or bytes), as cpu/full_quant_products-inl.h
-/// reads it.
-template <int G>
-std::int32_t group_of(const std::int32_t* x) {
-  std::uint32_t g = 0;
-  for (int k = 0; k < G; ++k) g |= (static_cast<std::uint32_t>(x[k]) & (G == 2 ? 0xFFFFu : 0xFFu)) << (k * 32 / G);
-  return static_cast<std::int32_t>(g);
-}
-
-/// The K and V rows of columns [c0, c0 + count) of the item's batch and KV head, in order.
-template <class Fn>
-void each_kv_row(const Problem& p, const WorkItem& it, bool value, std::int64_t c0, std::int64_t count, Fn fn) {
-  for_each_run(p, it.b, it.h, c0, count, value ? KvParts::kValues : KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
-    for (std::int64_t t = 0; t < run.count; ++t)
-      fn(c + t, static_cast<const std::int8_t*>(value ? run.value : run.key) +
-                    t * (value ? run.value_stride : run.key_stride));
-  });
-}
-
-/// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
-bool cpu_has_vnni(bool avx512) {
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (avx512) return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1u);
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
-#else
-  (void)avx512;
-  return false;
-#endif
-}
-
 }  // namespace
 }  // namespace fia::detail
 #endif  // FIA_CPU_FULL_QUANT_LAYOUT_
@@ -123,21 +92,6 @@ HWY_INLINE VF clamp_f16(DF df, VF x) {
   return round_f16<true>(df, hn::Min(hn::Max(x, hn::Set(df, -kF16Max)), hn::Set(df, kF16Max)));
 }
 
-/// Row vectors per register block and columns per block of qk_block on this target.
-constexpr int kQkRowVectors = HWY_MAX_BYTES >= 64 ? 2 : 4;
-constexpr int kQkColumns = HWY_MAX_BYTES >= 64 ? 6 : 2;
-
-/// Q·Kᵀ of NV row vectors from rv for the n rows of the K tile, into out (column-major, int32).
-template <int G, int NV>
-void qk_rows(const Buffers& bf, std::int64_t Rp, std::int64_t krow, std::int64_t groups, std::int64_t rv,
-             std::int64_t n, std::int32_t* out) {
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(DI()));
-  std::int64_t c = 0;
-  for (; c + kQkColumns <= n; c += kQkColumns)
-    qk_block<G, NV, kQkColumns>(bf.q + rv * L, Rp, bf.k + c * krow, krow, groups, out + c * Rp + rv * L);
-  for (; c < n; ++c) qk_block<G, NV, 1>(bf.q + rv * L, Rp, bf.k + c * krow, krow, groups, out + c * Rp + rv * L);
-}
-
 /// The fp16 scores of every packed row over columns [cb, cb + nc) of a chunk, column-major in
 /// bf.s, with masks, band and pse applied (excluded: -inf).
 template <int G>
@@ -150,32 +104,11 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
   auto* raw = reinterpret_cast<std::int32_t*>(bf.s);  // int32 sums, turned into scores in place
   for (std::int64_t t0 = 0; t0 < nc; t0 += kKTile) {
     const std::int64_t n = std::min(kKTile, nc - t0);
-    each_kv_row(p, it, false, cb + t0, n, [&](std::int64_t c, const std::int8_t* row) {
-      std::int64_t x = 0;
-      if constexpr (G == 2) {  // int16 pairs
-        const hn::ScalableTag<std::int16_t> d16;
-        const hn::Rebind<std::int8_t, decltype(d16)> d8;
-        const auto step = static_cast<std::int64_t>(hn::Lanes(d16));
-        auto* dst = reinterpret_cast<std::int16_t*>(bf.k + c * krow);
-        for (; x + step <= D; x += step) hn::StoreU(hn::PromoteTo(d16, hn::LoadU(d8, row + x)), d16, dst + x);
-        for (; x < Dg; ++x) dst[x] = x < D ? row[x] : 0;
-      } else {  // bytes offset by 128: the unsigned operand
-        const hn::ScalableTag<std::uint8_t> d8;
-        const auto step = static_cast<std::int64_t>(hn::Lanes(d8));
-        auto* dst = reinterpret_cast<std::uint8_t*>(bf.k + c * krow);
-        const auto* src = reinterpret_cast<const std::uint8_t*>(row);
-        for (; x + step <= D; x += step) hn::StoreU(hn::Xor(hn::LoadU(d8, src + x), hn::Set(d8, 0x80)), d8, dst + x);
-        for (; x < Dg; ++x) dst[x] = static_cast<std::uint8_t>((x < D ? src[x] : 0) ^ 0x80);
-      }
-    });
-    const std::int64_t RV = Rp / L;
-    std::int64_t rv = 0;
-    for (; rv + kQkRowVectors <= RV; rv += kQkRowVectors)
-      qk_rows<G, kQkRowVectors>(bf, Rp, krow, groups, rv, n, raw + t0 * Rp);
-    for (; rv < RV; ++rv) qk_rows<G, 1>(bf, Rp, krow, groups, rv, n, raw + t0 * Rp);
+    fq::each_kv_row(p, it, false, cb + t0, n,
+                    [&](std::int64_t c, const std::int8_t* row) { convert_key_row<G>(row, D, Dg, bf.k + c * krow); });
+    qk_tile<G>(bf.q, Rp, bf.k, krow, groups, n, raw + t0 * Rp);
   }
-  const auto& fq = p.full_quant;
-  const VF dq = hn::Set(df, fq.dequant1), sc = hn::Set(df, fq.scale16);
+  const VF dq = hn::Set(df, p.full_quant.dequant1), sc = hn::Set(df, p.full_quant.scale16);
   for (std::int64_t c = 0; c < nc; ++c)
     for (std::int64_t r0 = 0; r0 < Rp; r0 += L) {
       VI x = hn::LoadU(di, raw + c * Rp + r0);
@@ -244,40 +177,6 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
   }
 }
 
-/// P·V of the chunk's nc columns into bf.acc (rows < R), V grouped kVTile rows at a time.
-template <int G>
-void chunk_pv(const Problem& p, const WorkItem& it, const Buffers& bf, std::int64_t R, std::int64_t Rp,
-              std::int64_t VDp, std::int64_t cb, std::int64_t nc) {
-  const DI di;
-  const hn::Rebind<std::int8_t, DI> d8;
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(di)), VD = p.v_dim;
-  std::fill(bf.acc, bf.acc + R * VDp, 0);
-  for (std::int64_t v0 = 0; v0 < nc; v0 += kVTile) {
-    const std::int64_t n = std::min(kVTile, nc - v0), groups = (n + G - 1) / G;
-    std::fill(bf.v, bf.v + groups * VDp, 0);
-    each_kv_row(p, it, true, cb + v0, n, [&](std::int64_t c, const std::int8_t* row) {
-      std::int32_t* dst = bf.v + (c / G) * VDp;
-      const int shift = static_cast<int>(c % G) * 32 / G;
-      const VI mask = hn::Set(di, G == 2 ? 0xFFFF : 0xFF), flip = hn::Set(di, G == 2 ? 0 : 0x80);
-      std::int64_t d = 0;
-      for (; d + L <= VD; d += L) {
-        const VI x = hn::And(hn::Xor(hn::PromoteTo(di, hn::LoadU(d8, row + d)), flip), mask);
-        hn::StoreU(hn::Or(hn::LoadU(di, dst + d), hn::ShiftLeftSame(x, shift)), di, dst + d);
-      }
-      for (; d < VD; ++d) {
-        const auto x = (static_cast<std::uint32_t>(row[d]) ^ (G == 2 ? 0u : 0x80u)) & (G == 2 ? 0xFFFFu : 0xFFu);
-        dst[d] = static_cast<std::int32_t>(static_cast<std::uint32_t>(dst[d]) | (x << shift));
-      }
-    });
-    for (std::int64_t d0 = 0; d0 < VD; d0 += 4 * L) {
-      std::int64_t r = 0;
-      for (; r + 2 <= R; r += 2)
-        pv_block<G, 2>(bf.p + v0 / G * Rp + r, Rp, bf.v + d0, VDp, groups, bf.acc + r * VDp + d0);
-      for (; r < R; ++r) pv_block<G, 1>(bf.p + v0 / G * Rp + r, Rp, bf.v + d0, VDp, groups, bf.acc + r * VDp + d0);
-    }
-  }
-}
-
 template <int G>
 void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
   Buffers bf;
@@ -295,7 +194,7 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
     for (std::int64_t g = 0; g < Dg / G; ++g) {
       std::int32_t x[G];
       for (int k = 0; k < G; ++k) x[k] = G * g + k < D ? q[G * g + k] : 0;
-      bf.q[g * Rp + r] = group_of<G>(x);
+      bf.q[g * Rp + r] = fq::group_of<G>(x);
     }
     for (std::int64_t d = 0; d < D; ++d) bf.qsum[r] += q[d];
   }
@@ -317,7 +216,7 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
       bf.alpha[r] = round_to_f16(static_cast<float>(alpha));
       bf.m[r] = m_new;
     }
-    chunk_pv<G>(p, it, bf, R, Rp, VDp, cb, nc);
+    pv_chunk<G>(p, it, bf.p, Rp, bf.v, bf.acc, R, VDp, cb, nc);
     // Fold the chunk into the outputs: the first visible chunk in fp32, later ones as fp16
     // partials with fp16 accumulation (13.1).
     for (std::int64_t r = 0; r < R; ++r) {
@@ -371,6 +270,18 @@ namespace {
 std::atomic<bool> g_byte_quads{true};
 }  // namespace
 
+/// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
+bool cpu_has_vnni(bool avx512) {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (avx512) return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1u);
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
+#else
+  (void)avx512;
+  return false;
+#endif
+}
+
 bool byte_quads_allowed() { return g_byte_quads.load(std::memory_order_relaxed); }
 void allow_byte_quads(bool allowed) { g_byte_quads.store(allowed, std::memory_order_relaxed); }
 
@@ -379,8 +290,13 @@ void full_quant_item(const Problem& p, const WorkItem& item, float* scratch, con
 }
 
 CpuPlan make_full_quant_plan(const Problem& p, int threads) {
+  const auto floats = static_cast<std::size_t>(buffer_bytes(p.qk_dim, p.v_dim, nullptr, nullptr)) / sizeof(float);
+  return fq::full_quant_plan(p, threads, p.qk_dim + p.v_dim, floats);
+}
+
+CpuPlan fq::full_quant_plan(const Problem& p, int threads, std::int64_t dims, std::size_t floats_per_thread) {
   CpuPlan plan;
-  const std::int64_t G = p.group, heads = std::min(G, kRows), rows = std::max<std::int64_t>(1, kRows / heads);
+  const std::int64_t G = p.group, heads = std::min(G, fq::kRows), rows = std::max<std::int64_t>(1, fq::kRows / heads);
   double work = 0.0;
   for (std::int64_t b = 0; b < p.batch; ++b)
     for (std::int64_t h = 0; h < p.num_kv_heads; ++h)
@@ -398,13 +314,12 @@ CpuPlan make_full_quant_plan(const Problem& p, int threads) {
           if (lo > hi) continue;  // every row fully masked: stays 0 / +inf
           it.col_begin = lo;
           it.col_end = hi + 1;
-          work += static_cast<double>(packed_rows(it)) * static_cast<double>(hi + 1 - lo) *
-                  static_cast<double>(p.qk_dim + p.v_dim);
+          work += static_cast<double>(packed_rows(it)) * static_cast<double>(hi + 1 - lo) * static_cast<double>(dims);
           plan.items.push_back(it);
         }
   const std::size_t widest = work < PlanLimits{}.serial_work ? 1 : plan.items.size();
   plan.threads = static_cast<int>(std::clamp<std::size_t>(widest, 1, static_cast<std::size_t>(std::max(threads, 1))));
-  plan.floats_per_thread = static_cast<std::size_t>(buffer_bytes(p.qk_dim, p.v_dim, nullptr, nullptr)) / sizeof(float);
+  plan.floats_per_thread = floats_per_thread;
   plan.workspace_bytes = plan.items.empty() ? 0 : plan.floats_per_thread * plan.threads * sizeof(float) + 64;
   return plan;
 }

@@ -32,4 +32,7 @@ void full_quant_item(const Problem& p, const WorkItem& item, float* scratch, con
 bool byte_quads_allowed();
 void allow_byte_quads(bool allowed);
 
+/// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
+bool cpu_has_vnni(bool avx512);
+
 }  // namespace fia::detail

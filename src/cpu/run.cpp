@@ -1,6 +1,7 @@
 #include "cpu/run.hpp"
 
 #include "cpu/full_quant.hpp"
+#include "cpu/mla_full_quant.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -45,7 +46,7 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
   };
   Scratch s;
   s.slice = f;
-  if (p.full_quant.on) return s;  // carved by full_quant_item
+  if (p.full_quant.on || p.mla_full_quant.on) return s;  // carved by (mla_)full_quant_item
   s.tiles.q = take(R * kw);
   s.tiles.k = take(C * kw);
   s.tiles.v = take(C * vd);
@@ -206,9 +207,10 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
   const auto n_items = static_cast<std::int64_t>(plan.items.size());
   const std::int64_t vd = p.v_dim;
   auto body = [&] {
-    if (p.full_quant.on) {  // FIA-SPEC 13.1: its own pipeline, one item over all its chunks
+    if (p.full_quant.on || p.mla_full_quant.on) {  // FIA-SPEC 13.1, 13.3: own pipelines, one item over all its chunks
+      const auto item = p.full_quant.on ? full_quant_item : mla_full_quant_item;
       parallel_each(p, plan, slots, 0, n_items,
-                    [&](std::int64_t w, const Scratch& s) { full_quant_item(p, plan.items[w], s.slice, dst); });
+                    [&](std::int64_t w, const Scratch& s) { item(p, plan.items[w], s.slice, dst); });
       return;
     }
     parallel_each(p, plan, slots, 0, n_items, [&](std::int64_t w, const Scratch& s) {

@@ -16,6 +16,14 @@ inline constexpr float kF16Max = 65504.0f;
 /// KV columns per chunk of the online softmax (13.1, 25.1 #12).
 inline constexpr std::int64_t kFullQuantChunk = 1024;
 
+/// KV columns per chunk of MLA full quantization's online softmax (13.3).
+inline constexpr std::int64_t kMlaFullQuantChunk = 512;
+
+/// FIA-SPEC 13.3: the int8 P of MLA full quantization, 127 * exp(S - chunk max) with `e` the
+/// exponential (in [0, 1]), rounded half to even (the golden's round; docs/numerics.md "MLA full
+/// quantization").
+inline std::int32_t quantize_mla_p(double e) { return static_cast<std::int32_t>(std::nearbyint(127.0 * e)); }
+
 /// The "19-bit" float the device's dequantization uses: the fp32 pattern with its 13 low mantissa
 /// bits cleared (sign, 8 exponent and 10 mantissa bits; 13.1, 22.14: 0.1f -> 0.0999755859375).
 inline float truncate_to_19_bits(float x) {

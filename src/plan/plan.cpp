@@ -1,6 +1,7 @@
 #include "plan/plan.hpp"
 
 #include "cpu/full_quant.hpp"
+#include "cpu/mla_full_quant.hpp"
 
 #include <algorithm>
 #include <tuple>
@@ -25,6 +26,7 @@ void visible_columns(const Problem& p, std::int64_t b, std::int64_t row_begin, s
 
 CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   if (p.full_quant.on) return make_full_quant_plan(p, threads);  // FIA-SPEC 13.1
+  if (p.mla_full_quant.on) return make_mla_full_quant_plan(p, threads);  // FIA-SPEC 13.3
   CpuPlan plan;
   plan.kernels = select_item_kernels(p);
   plan.threads = std::max(threads, 1);

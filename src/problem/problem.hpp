@@ -227,6 +227,18 @@ struct Problem {
     float dequant1 = 1.0f, quant1 = 1.0f, dequant2 = 1.0f, scale16 = 1.0f;
   } full_quant;
 
+  /// FIA-SPEC 13.3: MLA full quantization, an int8 query and int8 key (the latent cache, also V
+  /// when the head dim is 512, 25.1 #11) with BF16 rope inputs (Problem::rope_dtype); computed by its
+  /// own pipeline (reference/mla_full_quant.cpp) with dtype and kv_dtype I8, kv_format kFloat and
+  /// a BF16 output. The query dequant scale of row i of (b, n) is the F32 element at
+  /// `dequant_query.offset(b, n, i)`; key_scale and value_scale are the per-tensor
+  /// key_antiquant_scale and value_antiquant_scale.
+  struct MlaFullQuant {
+    bool on = false;
+    RowIndex dequant_query;
+    float key_scale = 1.0f, value_scale = 1.0f;
+  } mla_full_quant;
+
   /// FIA-SPEC 19: the query is empty; nothing was validated and nothing is computed. out_shape is
   /// the query's shape in the output layout (the query's own shape when the layout is unknown).
   bool empty_query = false;

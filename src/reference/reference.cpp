@@ -129,6 +129,7 @@ RowWeights row_weights(const Problem& p, std::int64_t n, const std::vector<doubl
 
 bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, double* out, double* lse) {
   if (p.full_quant.on) return reference_full_quant_row(p, b, n, i, out, lse);
+  if (p.mla_full_quant.on) return reference_mla_full_quant_row(p, b, n, i, out, lse);
   const DType t = p.dtype;
   const double scale = p.scale;  // float32 value (25.1 #13)
   const std::int64_t L = p.kv_len(b);  // P + act_kv[b]

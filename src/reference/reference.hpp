@@ -46,4 +46,12 @@ bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_
 bool reference_full_quant_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, double* out,
                               double* lse);
 
+/// reference_row for MLA full quantization (Problem::mla_full_quant, FIA-SPEC 13.3): S = (Q_int8 ·
+/// K_int8ᵀ + Qrope · Kropeᵀ) * dequant_scale_query[b][n][i] * key_scale * scale, exact; an online
+/// softmax over 512-key chunks with P_q = round(127 * exp(S - chunk max)) (half to even) as int8;
+/// O = sum over chunks of exp(chunk max - m) * (P_q · V_int8) / 127 / l * value_scale with l the
+/// exact sum of exp(S - m); LSE = ln(l) + m. Masked keys take no part.
+bool reference_mla_full_quant_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, double* out,
+                                  double* lse);
+
 }  // namespace fia::detail

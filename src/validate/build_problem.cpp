@@ -100,7 +100,7 @@ KvSegment own_segment(const Ctx& c) {
     s.key.batch.push_back(kv_batch(a.key[ti], l, stored(c, c.qk_dim), bi, first, c.kv_dtype));
     s.value.batch.push_back(
         kv_batch(c.decode_mla ? a.key[ti] : a.value[ti], l, stored(c, v_dim), bi, first, c.kv_dtype));
-    if (c.rope) s.key_rope.batch.push_back(kv_batch(a.key_rope, l, c.rope_dim, bi, first, c.dtype));
+    if (c.rope) s.key_rope.batch.push_back(kv_batch(a.key_rope, l, c.rope_dim, bi, first, c.rope_dtype));
   }
   return s;
 }
@@ -241,7 +241,7 @@ void fill_problem(const Ctx& c, Problem* p) {
   p->v_dim = c.v_dim;
   p->dtype = c.dtype;
   p->kv_dtype = c.kv_dtype;
-  p->rope_dtype = c.rope ? c.a.query_rope.dtype : c.dtype;
+  p->rope_dtype = c.rope ? c.rope_dtype : c.dtype;
   p->kv_format = c.kv_format;
   p->entry_point = c.a.entry_point;
   p->p_rule = p_rule_for(c);
@@ -268,7 +268,8 @@ void fill_problem(const Ctx& c, Problem* p) {
       p->sink.push_back(to_float(a.learnable_sink.data, a.learnable_sink.dtype, n * a.learnable_sink.stride(0)));
   }
   p->out_dtype = c.dtype;
-  fill_full_quant(c, p);  // INT8 query: FP16 output
+  fill_full_quant(c, p);  // INT8 query: FP16 output (MLA full quant: BF16)
+  if (c.mla_full_quant) p->mla_full_quant.dequant_query = query_rows(c, a.dequant_scale_query, 1);
   fill_post_quant(c, p);  // int8 output with quant_scale2
   p->out_layout = c.layout.out;
   p->token_layout = is_token_layout(c.layout.in);
@@ -313,6 +314,7 @@ Status build_problem(const FiaArgs& args, bool strict, Problem* out) {
   }
   FIA_RETURN_IF_ERROR(check_tensors(c));
   FIA_RETURN_IF_ERROR(check_shapes(c));
+  FIA_RETURN_IF_ERROR(check_mla_full_quant_shapes(c));
   if (c.empty_kv) {
     // FIA-SPEC 19: every key/value tensor is empty: attention_out is 0, softmax_lse +inf.
     c.act_q.assign(c.batch, 0);

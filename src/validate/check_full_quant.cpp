@@ -37,13 +37,12 @@ float scale_value(const TensorView& t) {
 }  // namespace
 
 /// FIA-SPEC 13.1-13.2, 20.1 #5, 20.11 #25: called by check_tensors for an INT8 query (key and
-/// value dtypes already equal). MLA full quant (13.3) is not built yet.
+/// value dtypes already equal). Rope inputs or dequant_scale_query select MLA full quantization
+/// (13.3, check_mla_full_quant.cpp).
 Status check_full_quant_params(Ctx& c) {
   const FiaArgs& a = c.a;
   if (a.query_rope.present() || a.key_rope.present() || a.dequant_scale_query.present())
-    return unsupported(a.dequant_scale_query.present() ? "dequant_scale_query" : "query_rope",
-                       "MLA full quantization (INT8 query with rope or dequant_scale_query, FIA-SPEC 13.3) is not "
-                       "supported yet");
+    return check_mla_full_quant_params(c);
   const DType k = a.key[0].dtype;
   if (k != DType::I8)
     return invalid("key", cat("an INT8 query needs INT8 key and value (full quantization, FIA-SPEC 13.2), got ",
@@ -83,6 +82,7 @@ Status check_full_quant_params(Ctx& c) {
 /// paged KV (9.3), no shared prefix (11), head dims a multiple of 32 (20.2 #11).
 Status check_full_quant_hardware(const Ctx& c) {
   if (!c.strict || c.dtype != DType::I8) return Status::Ok();
+  if (c.mla_full_quant) return check_mla_full_quant_hardware(c);
   if (c.storage == Storage::kPaged)
     return invalid("block_table", "paged attention does not support an INT8 query (full quantization), got a block_table");
   if (c.has_prefix)
@@ -97,8 +97,17 @@ Status check_full_quant_hardware(const Ctx& c) {
 
 void fill_full_quant(const Ctx& c, Problem* p) {
   p->full_quant = Problem::FullQuant{};
+  p->mla_full_quant = Problem::MlaFullQuant{};
   if (c.dtype != DType::I8) return;
   const FiaArgs& a = c.a;
+  if (c.mla_full_quant) {  // 13.3: scales per query row and per tensor, BF16 output
+    auto& m = p->mla_full_quant;
+    m.on = true;
+    m.key_scale = *static_cast<const float*>(a.key_antiquant_scale.data);
+    m.value_scale = *static_cast<const float*>(a.value_antiquant_scale.data);
+    p->out_dtype = DType::BF16;
+    return;
+  }
   auto& fq = p->full_quant;
   fq.on = true;
   fq.dequant1 = truncate_to_19_bits(scale_value(a.dequant_scale1));

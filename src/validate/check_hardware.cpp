@@ -134,15 +134,15 @@ Status band(const Ctx& c) {
   return Status::Ok();
 }
 
-/// 6.5: the paths the tree mask (sparse_mode 9) exists on: non-quantized GQA and MLA (and MLA full
-/// quant, not built yet), without pse, a shared prefix or an int8 output.
+/// 6.5: the paths the tree mask (sparse_mode 9) exists on: non-quantized GQA and MLA, and MLA full
+/// quant (13.3), without pse, a shared prefix or an int8 output.
 Status tree_mask_limits(const Ctx& c) {
   if (c.legacy_decode || c.a.sparse_mode != 9) return Status::Ok();
   if (c.has_pse) return invalid("pse_shift", "the tree mask (sparse_mode 9) does not combine with pse_shift");
   if (c.has_prefix) return invalid("key_shared_prefix", "the tree mask (sparse_mode 9) does not combine with a shared prefix");
   if (c.a.quant_scale2.present())
     return invalid("quant_scale2", "the tree mask (sparse_mode 9) does not combine with an INT8 output");
-  if (c.antiquant() || c.dtype == DType::I8)
+  if (c.antiquant() || (c.dtype == DType::I8 && !c.mla_full_quant))
     return invalid(c.antiquant() ? "key" : "query", cat("the tree mask (sparse_mode 9) needs non-quantized inputs, got ",
                                                         dtype_name(c.antiquant() ? c.kv_dtype : c.dtype)));
   return Status::Ok();

@@ -277,9 +277,13 @@ Status check_rope(Ctx& c) {
   if (c.storage == Storage::kTensorList) return invalid("key_rope", "rope inputs do not combine with a tensor list");
   if (a.key_shared_prefix.present()) return invalid("key_rope", "rope inputs do not combine with a shared prefix");
   const TensorView& q = a.query_rope;
-  if (q.dtype != c.dtype)
-    return invalid("query_rope", cat("query_rope dtype must equal the query dtype ", dtype_name(c.dtype), ", got ",
+  // 15.2: the rope dtype is the query's, except beside an INT8 query (MLA full quant, 13.3): BF16.
+  const DType rope_dtype = c.dtype == DType::I8 ? DType::BF16 : c.dtype;
+  const char* rope_rule = c.dtype == DType::I8 ? " with an INT8 query (MLA full quantization, FIA-SPEC 13.3)" : "";
+  if (q.dtype != rope_dtype)
+    return invalid("query_rope", cat("query_rope dtype must be ", dtype_name(rope_dtype), rope_rule, ", got ",
                                      dtype_name(q.dtype)));
+  c.rope_dtype = rope_dtype;
   if (!same_but_last(q, a.query))
     return invalid("query_rope", cat("query_rope shape must match query shape ", shape_str(a.query.shape),
                                      " except the last axis, got ", shape_str(q.shape)));
@@ -291,8 +295,8 @@ Status check_rope(Ctx& c) {
   if (c.rope_dim < 1 || c.rope_dim > kMaxHeadDim)
     return invalid("query_rope", cat("rope head dim must be in [1, ", kMaxHeadDim, "], got shape ", shape_str(q.shape)));
   const TensorView& k = a.key_rope;
-  if (k.dtype != c.dtype)
-    return invalid("key_rope", cat("key_rope dtype must equal the key dtype ", dtype_name(c.dtype), ", got ",
+  if (k.dtype != rope_dtype)
+    return invalid("key_rope", cat("key_rope dtype must be ", dtype_name(rope_dtype), rope_rule, ", got ",
                                    dtype_name(k.dtype)));
   if (c.storage == Storage::kPaged && c.cache == CacheLayout::kNz) {
     std::int64_t kd = 0;

@@ -41,6 +41,8 @@ struct Ctx {
   std::int64_t block_num = 0, max_blocks = 0;  // paged
   CacheLayout cache = CacheLayout::kBnBsH;  // paged
   bool rope = false, decode_mla = false, legacy_decode = false;
+  DType rope_dtype = DType::F16;  // query_rope/key_rope element type (BF16 beside an INT8 query, 13.3)
+  bool mla_full_quant = false;    // INT8 query with rope: MLA full quantization (13.3)
   bool empty_kv = false;  // every key/value tensor is empty (FIA-SPEC 19)
 
   std::vector<std::int64_t> act_q, act_kv, q_start, kv_start;
@@ -114,6 +116,11 @@ Status check_full_quant_params(Ctx& c);            // INT8 query: K/V dtype, sca
 Status check_full_quant_hardware(const Ctx& c);    // Ascend-only restrictions, strict mode only
 Status check_nz_hardware(const Ctx& c);            // where the NPU reads an NZ cache (9.2, 12.4, 15.4), strict only
 void fill_full_quant(const Ctx& c, Problem* p);    // Problem::full_quant, out_dtype F16
+
+// MLA full quantization (FIA-SPEC 13.3, 20.11 #26), in check_mla_full_quant.cpp.
+Status check_mla_full_quant_params(Ctx& c);           // from check_full_quant_params; sets mla_full_quant
+Status check_mla_full_quant_shapes(const Ctx& c);     // dequant_scale_query against the query (after check_shapes)
+Status check_mla_full_quant_hardware(const Ctx& c);   // Ascend-only restrictions, strict mode only
 
 /// Fills the Problem from a context that passed every check.
 void fill_problem(const Ctx& c, Problem* p);

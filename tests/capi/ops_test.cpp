@@ -18,6 +18,7 @@
 #include "aclnnop/aclnn_prompt_flash_attention_v2.h"
 #include "aclnnop/aclnn_prompt_flash_attention_v3.h"
 #include "support/call_builder.hpp"
+#include "support/mla_full_quant_builder.hpp"
 
 namespace fia::test {
 namespace {
@@ -26,7 +27,7 @@ namespace {
 struct Handles {
   AclTensor query, pse, mask, block_table, q_padding, kv_padding, sink;
   AclTensor antiquant_scale, antiquant_offset, k_scale, k_offset, v_scale, v_offset, k_prefix, v_prefix;
-  AclTensor query_rope, key_rope;
+  AclTensor query_rope, key_rope, dequant_scale_query;
   AclList key, value;
   AclTensor key1, value1;  // PFA: single tensors
   AclInts act_q, act_kv, prefix_len;
@@ -51,6 +52,7 @@ struct Handles {
         v_prefix(acl_tensor(a.value_shared_prefix)),
         query_rope(acl_tensor(a.query_rope)),
         key_rope(acl_tensor(a.key_rope)),
+        dequant_scale_query(acl_tensor(a.dequant_scale_query)),
         key(acl_list(a.key)),
         value(acl_list(a.value)),
         key1(acl_tensor(a.key[0])),
@@ -138,7 +140,8 @@ Outputs call_fia(int version, const FiaArgs& a, const Outputs& ref) {
         h.query.get(), h.key.get(), h.value.get(), h.pse.get(), h.mask.get(), h.act_q.get(), h.act_kv.get(), n, n, n, n,
         n, h.antiquant_scale.get(), h.antiquant_offset.get(), h.block_table.get(), h.q_padding.get(),
         h.kv_padding.get(), h.k_scale.get(), h.k_offset.get(), h.v_scale.get(), h.v_offset.get(), h.k_prefix.get(),
-        h.v_prefix.get(), h.prefix_len.get(), h.query_rope.get(), h.key_rope.get(), n, n, h.sink.get(), a.num_heads,
+        h.v_prefix.get(), h.prefix_len.get(), h.query_rope.get(), h.key_rope.get(), n, h.dequant_scale_query.get(),
+        h.sink.get(), a.num_heads,
         a.scale, a.pre_tokens, a.next_tokens, h.layout_c(), a.num_key_value_heads, a.sparse_mode, a.inner_precise,
         a.block_size, a.antiquant_mode, a.softmax_lse_flag, a.key_antiquant_mode, a.value_antiquant_mode,
         a.query_quant_mode, h.out.get(), h.lse.get(), &ws, &ex);
@@ -222,6 +225,26 @@ TEST(CApiOps, FusedInferAttentionScoreVersionFeatures) {
       expect_same(call_fia(version, call.args, ref), ref, false, "FIA V" + std::to_string(version) + " rope");
     }
   }
+}
+
+TEST(CApiOps, FusedInferAttentionScoreV4MlaFullQuant) {
+  // FIA-SPEC 13.3 through V4: dequantScaleQuery, queryQuantMode 3, keyAntiquantScale and
+  // valueAntiquantScale with an INT8 query and latent cache and BF16 rope; BF16 output.
+  CallSpec spec;
+  spec.layout = "BSND";
+  spec.batch = 2, spec.num_heads = 4, spec.num_kv_heads = 1, spec.q_seq = 2, spec.kv_seq = 140;
+  spec.act_kv = std::vector<std::int64_t>{140, 60};
+  spec.qk_dim = 512, spec.rope_dim = 64;
+  spec.storage = KvStorage::kPaged;
+  spec.block_size = 128;
+  spec.paged_bnbsd = true;
+  spec.sparse_mode = 3;
+  spec.mask = MaskKind::kCompressed;
+  spec.lse = true;
+  MlaFullQuantCall call = build_mla_full_quant_call(spec, 70);
+  const Outputs ref = cpp_outputs(call.call.args);
+  ASSERT_EQ(ref.attention_out.dtype, DType::BF16);
+  expect_same(call_fia(4, call.call.args, ref), ref, true, "FIA V4 MLA full quant");
 }
 
 Outputs call_ifa(int version, FiaArgs a, const Outputs& ref) {

@@ -27,20 +27,8 @@ std::vector<std::string> case_dirs(const std::string& family) {
 
 class SharedValidCase : public ::testing::TestWithParam<std::string> {};
 
-/// Why a valid quant case is a call fia does not compute yet (empty: it computes it). KV
-/// antiquant (FIA-SPEC 12), int8 full quantization (13.1) and output quantization (14) are built;
-/// MLA full quantization (13.3) is not.
-std::string not_yet_computed(const std::string& dir) {
-  io::TensorFile in;
-  if (!io::read_safetensors(dir + "/inputs.safetensors", &in).ok()) return {};
-  if (in.tensors.count("query") && in.tensors.at("query").dtype == DType::I8 && in.tensors.count("query_rope"))
-    return "int8 query with rope: MLA full quantization (FIA-SPEC 13.3) is not built yet";
-  return {};
-}
-
 TEST_P(SharedValidCase, MatchesExpected) {
   const std::string dir = GetParam();
-  if (const std::string why = not_yet_computed(dir); !why.empty()) GTEST_SKIP() << why;
   const std::string out = temp_dir("shared");
   const CliResult r = run_fia({"run", dir, "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -61,23 +49,10 @@ TEST_P(SharedValidCase, MatchesExpected) {
   fs::remove_all(out);
 }
 
-/// Invalid-quant cases whose rule belongs to a feature fia does not build yet: the call is
-/// rejected (status 2) as unsupported, but naming another parameter than the rule's.
-const std::map<std::string, std::string>& not_yet_built() {
-  static const std::map<std::string, std::string> m = {
-      {"invalid-s727272-0157", "MLA full quant (FIA-SPEC 13.3): query_quant_mode; MLA full quant is unsupported"},
-      {"invalid-s727272-0160", "MLA full quant (FIA-SPEC 13.3): scale shapes; MLA full quant is unsupported"},
-      {"invalid-s727272-0163", "MLA full quant (FIA-SPEC 13.3): layouts; MLA full quant is unsupported"},
-  };
-  return m;
-}
-
 class SharedInvalidCase : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SharedInvalidCase, RejectedInStrictMode) {
   const std::string dir = GetParam();
-  const auto skip = not_yet_built().find(fs::path(dir).filename().string());
-  if (skip != not_yet_built().end()) GTEST_SKIP() << skip->second;
   std::ifstream f(dir + "/expected_error.txt");
   std::string names;
   std::getline(f, names);
@@ -124,17 +99,20 @@ TEST(SharedCases, PresentWhenTheSharedFolderIs) {
   EXPECT_FALSE(valid_cases().empty());
   EXPECT_FALSE(case_dirs("invalid").empty());
   EXPECT_FALSE(case_dirs("invalid-quant").empty());
-  // The KV antiquant sample cases (FIA-SPEC 12) are all computed.
-  int antiquant = 0, full_quant = 0;
+  // Every quant sample case is computed (MatchesExpected): count the kinds that must be there.
+  int antiquant = 0, full_quant = 0, mla_nz = 0;
   for (const auto& d : case_dirs("quant")) {
     io::TensorFile in;
     ASSERT_TRUE(io::read_safetensors(d + "/inputs.safetensors", &in).ok()) << d;
     const DType k = in.tensors.count("key") ? in.tensors.at("key").dtype : in.tensors.at("key.0").dtype;
-    if ((k == DType::I8 || k == DType::I32) && not_yet_computed(d).empty()) ++antiquant;
-    if (in.tensors.at("query").dtype == DType::I8 && not_yet_computed(d).empty()) ++full_quant;
+    const bool int8_query = in.tensors.at("query").dtype == DType::I8;
+    if ((k == DType::I8 || k == DType::I32) && !int8_query) ++antiquant;
+    if (int8_query && !in.tensors.count("query_rope")) ++full_quant;
+    if (int8_query && in.tensors.count("query_rope") && in.tensors.at("key").shape.size() == 5) ++mla_nz;
   }
   EXPECT_GE(antiquant, 10);
   EXPECT_GE(full_quant, 3);  // int8 full quantization (FIA-SPEC 13.1)
+  EXPECT_GE(mla_nz, 7);      // MLA full quant (13.3) over NZ caches (9.1)
 }
 
 }  // namespace

@@ -97,6 +97,7 @@ void set_value(OwnedTensor& t, std::int64_t i, float v) {
     case DType::F16: t.as<std::uint16_t>()[i] = detail::f32_to_f16(v); break;
     case DType::BF16: t.as<std::uint16_t>()[i] = detail::f32_to_bf16(v); break;
     case DType::F32: t.as<float>()[i] = v; break;
+    case DType::I8: t.as<std::int8_t>()[i] = static_cast<std::int8_t>(v); break;
     default: break;
   }
 }

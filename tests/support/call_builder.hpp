@@ -75,7 +75,7 @@ TestCall build_call(const CallSpec& spec, std::uint64_t seed);
 /// A uniformly random tensor in [-range, range], rounded to dtype.
 OwnedTensor random_tensor(DType dtype, std::vector<std::int64_t> shape, std::mt19937_64& rng, float range = 1.0f);
 
-/// Sets element i of a F16/BF16/F32 tensor.
+/// Sets element i of a F16/BF16/F32 tensor (I8: v as an integer).
 void set_value(OwnedTensor& t, std::int64_t i, float v);
 
 /// Short description of a spec for failure messages.
