@@ -1,6 +1,6 @@
 // The tree mask of speculative decoding (sparse_mode 9, FIA-SPEC 6.5): a call with it equals the
 // same call with the explicit full mask it stands for (earlier keys visible, the last act_q keys
-// per the tree), on both backends, for BNSD/BSH GQA, decode MLA and the concatenated token-layout
+// per the tree), on both backends, for BNSD/BSH GQA, decode MLA, MLA full quant over NZ caches and the concatenated token-layout
 // form; the cpu backend matches the reference; and its rules (mask shape, act_q <= act_kv, no left
 // padding; strict: no pse, prefix, int8 output, quantized inputs).
 #include <gtest/gtest.h>
@@ -11,6 +11,8 @@
 
 #include "support/call_builder.hpp"
 #include "support/criterion.hpp"
+#include "support/mla_full_quant_builder.hpp"
+#include "support/nz_cache.hpp"
 #include "support/run_helpers.hpp"
 
 namespace fia::test {
@@ -103,6 +105,44 @@ TEST(TreeMask, EqualsTheExplicitMaskOnBothBackends) {
     const Verdict v = criterion_a(cpu.attention_out, exact.out);
     EXPECT_TRUE(v.pass) << sh.layout << ": " << v.detail;
   }
+}
+
+// MLA full quantization (13.3) with the tree mask, over NZ caches as the NPU reads them.
+TEST(TreeMask, MlaFullQuantEqualsTheExplicitMaskOnBothBackends) {
+  CallSpec s;
+  s.layout = "BSND";
+  s.batch = 2;
+  s.num_heads = 8;
+  s.num_kv_heads = 1;
+  s.q_seq = 4;
+  s.kv_seq = 640;
+  s.qk_dim = 512;
+  s.rope_dim = 64;
+  s.act_q = std::vector<std::int64_t>{4, 3};
+  s.act_kv = std::vector<std::int64_t>{600, 130};
+  s.storage = KvStorage::kPaged;
+  s.paged_bnbsd = true;
+  s.block_size = 128;
+  s.lse = true;
+  const auto trees = random_trees(*s.act_q, 5);
+  const MlaFullQuantCall built = build_mla_full_quant_call(s, 8);
+  TestCall tree = as_nz(built.call.args);
+  TestCall full = as_nz(built.call.args);
+  tree.args.sparse_mode = 9;
+  tree.args.atten_mask = tree.keep(tree_tensor(trees, *s.act_q, s.q_seq, false, DType::Bool));
+  full.args.sparse_mode = 0;
+  const std::int64_t width = full.args.block_table.shape[1] * s.block_size;  // 9.3: the mask spans the table
+  full.args.atten_mask = full.keep(explicit_mask(trees, *s.act_q, *s.act_kv, s.q_seq, width));
+  for (const Backend backend : {Backend::kCpu, Backend::kReference}) {
+    Outputs a, b;
+    const Status st = run_call(tree.args, backend, 2, &a);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    const Status sf = run_call(full.args, backend, 2, &b);
+    ASSERT_TRUE(sf.ok()) << sf.to_string();
+    EXPECT_EQ(a.attention_out.bytes, b.attention_out.bytes);
+    EXPECT_EQ(a.softmax_lse.bytes, b.softmax_lse.bytes);
+  }
+  EXPECT_TRUE(plan_status(tree.args, true).ok()) << plan_status(tree.args, true).to_string();
 }
 
 TEST(TreeMask, TokenLayoutConcatenatesThePerBatchMatrices) {
