@@ -1,7 +1,7 @@
 // The tree mask of speculative decoding (sparse_mode 9, FIA-SPEC 6.5): a call with it equals the
 // same call with the explicit full mask it stands for (earlier keys visible, the last act_q keys
-// per the tree), on both backends, for BNSD/BSH GQA, decode MLA, MLA full quant over NZ caches and the concatenated token-layout
-// form; the cpu backend matches the reference; and its rules (mask shape, act_q <= act_kv, no left
+// per the tree), on both backends, for BNSD/BSH GQA, decode MLA, MLA full quant over NZ caches and
+// the concatenated token-layout form; the cpu backend matches the reference; and its rules (mask shape, act_q <= act_kv, no left
 // padding; strict: no pse, prefix, int8 output, quantized inputs).
 #include <gtest/gtest.h>
 
