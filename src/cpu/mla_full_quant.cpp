@@ -132,12 +132,22 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
       }
     }
   }
-  for (std::int64_t t0 = 0; t0 < nc; t0 += kKTile) {  // visibility (25.1 #24)
+  for (std::int64_t t0 = 0; t0 < nc; t0 += kKTile) {  // visibility (25.1 #24) and pse after scaling (5, 8.1)
     const std::int64_t n = std::min(kKTile, nc - t0);
-    if (tile_fully_visible(p, it, cb + t0, n)) continue;
-    for (std::int64_t r = 0; r < R; ++r)
-      for (std::int64_t c = t0; c < t0 + n; ++c)
-        if (!p.visible(it.b, it.query_row(r), cb + c)) bf.s[c * Rp + r] = kNegInf;
+    const bool full = tile_fully_visible(p, it, cb + t0, n);
+    if (full && !p.has_pse) continue;
+    for (std::int64_t r = 0; r < R; ++r) {
+      const std::int64_t i = it.query_row(r), head = it.query_head(p.group, r);
+      for (std::int64_t c = t0; c < t0 + n; ++c) {
+        float& s = bf.s[c * Rp + r];
+        if (!full && !p.visible(it.b, i, cb + c)) {
+          s = kNegInf;
+        } else if (p.has_pse) {  // a pse of -inf excludes the key like a mask (25.1 #24-25)
+          const float bias = load_one(p.pse.base, p.pse.dtype, p.pse_offset(it.b, head, i, cb + c));
+          s = bias == kNegInf ? kNegInf : saturate(s + bias);
+        }
+      }
+    }
   }
 }
 

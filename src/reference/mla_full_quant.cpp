@@ -7,6 +7,7 @@
 
 #include "numeric/full_quant.hpp"
 #include "numeric/half.hpp"
+#include "cpu/convert.hpp"
 #include "reference/reference.hpp"
 
 namespace fia::detail {
@@ -46,8 +47,9 @@ bool reference_mla_full_quant_row(const Problem& p, std::int64_t b, std::int64_t
       double rope = 0.0;
       for (std::int64_t d = 0; d < p.rope_dim; ++d)
         rope += rope_element(qr, p.rope_dtype, d) * rope_element(kv.key_rope, p.rope_dtype, d);
-      const double score = (static_cast<double>(dot) + rope) * factor;  // the rope part is dequantized too
-      if (score == -std::numeric_limits<double>::infinity()) continue;
+      double score = (static_cast<double>(dot) + rope) * factor;  // the rope part is dequantized too
+      if (p.has_pse) score += load_one(p.pse.base, p.pse.dtype, p.pse_offset(b, n, i, j));  // after scaling (5, 8.1)
+      if (score == -std::numeric_limits<double>::infinity()) continue;  // a pse of -inf excludes the key
       s.push_back(std::min(score, std::numeric_limits<double>::max()));
       cols.push_back(j);
     }

@@ -73,7 +73,6 @@ Status check_mla_full_quant_params(Ctx& c) {
     if (view->present())
       return invalid(name, cat(name, " is not used by ", kWhat, " (FIA-SPEC 13.2: BFLOAT16 output, scales from ",
                                "dequant_scale_query and key/value_antiquant_scale), got one"));
-  if (a.pse_shift.present()) return unsupported("pse_shift", cat("pse_shift is not supported with ", kWhat));
   c.mla_full_quant = true;
   return Status::Ok();
 }

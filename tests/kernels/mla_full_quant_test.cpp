@@ -201,6 +201,45 @@ TEST(MlaFullQuantCpu, MatchesTheReferenceOnASweep) {
   }
 }
 
+// pse_shift (8.1) is added to the dequantized scores after scaling, as in every other path: a
+// random pse matches the reference; a zero pse changes nothing; a pse of -inf excludes its key like
+// a mask (25.1 #24-25). Not on the NPU (strict mode rejects pse with rope).
+TEST(MlaFullQuantCpu, PseIsAddedAfterScaling) {
+  CallSpec s = mla_spec("BSND", 4, 2, 128, {300, 700});
+  s.pse = true;
+  s.lse = true;
+  expect_cpu_matches_reference(s, 31);
+  s.pse = false;
+  MlaFullQuantCall plain = build_mla_full_quant_call(s, 32);
+  const FiaArgs& a = plain.call.args;
+  const std::int64_t B = 2, N = 4, Q = 2, W = a.block_table.shape[1] * s.block_size;
+  std::vector<float> zeros(static_cast<std::size_t>(B * N * Q * W), 0.0f), cut = zeros;
+  std::vector<float> mask(static_cast<std::size_t>(B * Q * W), 0.0f);
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < Q; ++i)
+      for (std::int64_t j = 5 + i; j < W; j += 7) {  // every 7th key from 5 + i, for every head
+        mask[static_cast<std::size_t>((b * Q + i) * W + j)] = 1.0f;
+        for (std::int64_t n = 0; n < N; ++n)
+          cut[static_cast<std::size_t>(((b * N + n) * Q + i) * W + j)] = -std::numeric_limits<float>::infinity();
+      }
+  TestCall zero_pse, inf_pse, masked;
+  for (TestCall* t : {&zero_pse, &inf_pse, &masked}) t->args = a;
+  zero_pse.args.pse_shift = zero_pse.keep(tensor_of(DType::F16, {B, N, Q, W}, zeros));
+  inf_pse.args.pse_shift = inf_pse.keep(tensor_of(DType::F16, {B, N, Q, W}, cut));
+  masked.args.atten_mask = masked.keep(tensor_of(DType::I8, {B, Q, W}, mask));
+  for (Backend backend : {Backend::kReference, Backend::kCpu}) {
+    const Outputs none = run_full_quant(a, backend, 2);
+    const Outputs zero = run_full_quant(zero_pse.args, backend, 2);
+    EXPECT_EQ(zero.attention_out.bytes, none.attention_out.bytes);
+    EXPECT_EQ(zero.softmax_lse.bytes, none.softmax_lse.bytes);
+    const Outputs excluded = run_full_quant(inf_pse.args, backend, 2);
+    const Outputs mask_out = run_full_quant(masked.args, backend, 2);
+    EXPECT_EQ(excluded.attention_out.bytes, mask_out.attention_out.bytes);
+    EXPECT_EQ(excluded.softmax_lse.bytes, mask_out.softmax_lse.bytes);
+    EXPECT_NE(excluded.attention_out.bytes, none.attention_out.bytes);
+  }
+}
+
 TEST(MlaFullQuantCpu, SameBytesOnEveryIsaAndProduct) {
   // VNNI byte quads and 16-bit pairs give the same exact integers; the f32 steps round alike.
   CallSpec s = mla_spec("BSND", 16, 2, 128, {1100});

@@ -140,8 +140,6 @@ INSTANTIATE_TEST_SUITE_P(
              "quant_scale2"},
         Rule{"learnable_sink", nullptr,
              [](MlaFullQuantCall& c) { set(c, &FiaArgs::learnable_sink, of(DType::BF16, {4})); }, "learnable_sink"},
-        Rule{"pse_shift", nullptr,
-             [](MlaFullQuantCall& c) { set(c, &FiaArgs::pse_shift, of(DType::F16, {2, 4, 1, 256})); }, "pse_shift"},
         Rule{"query_rope_f16", nullptr, [](MlaFullQuantCall& c) {
                set(c, &FiaArgs::query_rope, of(DType::F16, c.call.args.query_rope.shape));
              }, "query_rope"},
@@ -154,6 +152,9 @@ INSTANTIATE_TEST_SUITE_P(
     Strict, MlaFullQuantRule,
     ::testing::Values(
         Rule{"nd_cache", nullptr, nullptr, "key", true},  // 13.3: the NZ cache
+        Rule{"pse_shift", nullptr,  // 15.1: no pse with rope
+             [](MlaFullQuantCall& c) { set(c, &FiaArgs::pse_shift, of(DType::F16, {2, 4, 1, 384})); }, "pse_shift",
+             true},
         Rule{"head_dim_128", [](CallSpec& s) { s.qk_dim = 128; }, nullptr, "query", true},
         Rule{"layout_bnsd", [](CallSpec& s) { s.layout = "BNSD"; }, nullptr, "input_layout", true},
         Rule{"q_seq_17", [](CallSpec& s) { s.q_seq = 17, s.sparse_mode = 3, s.mask = MaskKind::kCompressed; }, nullptr,
