@@ -234,19 +234,14 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
     }
   }
   for (std::int64_t r = 0; r < R; ++r) {
-    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
-    auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
-                 dst.out.offset(it.b, n, i) * static_cast<std::int64_t>(dtype_size(p.out_dtype));
     if (bf.seen[r] == 0.0f) {  // fully masked: 0 (or quantize(0)) / +inf
-      write_output_row(p, n, nullptr, orow);
+      fq::write_item_row(p, it, r, nullptr, 0.0f, 0.0f, dst);
       continue;
     }
     const float l16 = clamp_to_f16(bf.l[r]);
     float* o = bf.o + r * VDp;
     for (std::int64_t d = 0; d < VD; ++d) o[d] /= l16;  // O / fp16(l), in place
-    write_output_row(p, n, o, orow);
-    if (p.lse)
-      static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(it.b, n, i)] = std::log(bf.l[r]) + bf.m[r];
+    fq::write_item_row(p, it, r, o, bf.m[r], bf.l[r], dst);
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "cpu/item_common.hpp"
@@ -37,6 +38,17 @@ void each_kv_row(const Problem& p, const WorkItem& it, bool value, std::int64_t 
       fn(c + t, static_cast<const std::int8_t*>(value ? run.value : run.key) +
                     t * (value ? run.value_stride : run.key_stride));
   });
+}
+
+/// Writes packed row r of the item from its normalised values `o` (null: a fully masked row, 0 or
+/// quantize(0), LSE left +inf), and its LSE ln(l) + m when asked.
+inline void write_item_row(const Problem& p, const WorkItem& it, std::int64_t r, const float* o, float m, float l,
+                           const OutputRows& dst) {
+  const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+  auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
+               dst.out.offset(it.b, n, i) * static_cast<std::int64_t>(dtype_size(p.out_dtype));
+  write_output_row(p, n, o, orow);
+  if (o && p.lse) static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(it.b, n, i)] = std::log(l) + m;
 }
 
 /// The schedule of a full-quant call: self-contained items of up to kRows packed rows (query rows

@@ -247,19 +247,14 @@ void mla_item_groups(const Problem& p, const WorkItem& it, float* scratch, const
     }
   }
   for (std::int64_t r = 0; r < R; ++r) {
-    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
-    auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
-                 dst.out.offset(it.b, n, i) * static_cast<std::int64_t>(dtype_size(p.out_dtype));
     if (bf.m[r] == kNegInf) {  // fully masked: 0 / +inf
-      write_output_row(p, n, nullptr, orow);
+      fq::write_item_row(p, it, r, nullptr, 0.0f, 0.0f, dst);
       continue;
     }
     const auto norm = static_cast<float>(static_cast<double>(p.mla_full_quant.value_scale) / (127.0 * bf.l[r]));
     float* o = bf.o + r * VDp;
     for (std::int64_t d = 0; d < VD; ++d) o[d] *= norm;  // / 127 / l * value_scale, in place
-    write_output_row(p, n, o, orow);
-    if (p.lse)
-      static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(it.b, n, i)] = std::log(bf.l[r]) + bf.m[r];
+    fq::write_item_row(p, it, r, o, bf.m[r], bf.l[r], dst);
   }
 }
 
