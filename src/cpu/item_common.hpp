@@ -74,17 +74,18 @@ inline std::vector<std::byte>& untile_scratch() {
 }
 
 /// Calls fn(token index relative to j0, run) for consecutive runs covering tokens [j0, j0 + count)
-/// of batch b, KV head h; run.count is clipped to the range. The rows `parts` of an NZ cache come
-/// copied into contiguous rows of this head (kUntileTokens at a time), so every kernel reads one
-/// row layout; fn must not call for_each_run again while it holds the run.
-template <class Fn>
+/// of batch b, KV head h; run.count is clipped to the range. With kUntile the rows `parts` of an
+/// NZ cache come copied into contiguous rows of this head (kUntileTokens at a time), so that a
+/// kernel reads one row layout (fn must then not call for_each_run again while it holds the run);
+/// without, runs come as stored, NZ rows tiled (KvRun::*_tiling).
+template <bool kUntile = true, class Fn>
 void for_each_run(const Problem& p, std::int64_t b, std::int64_t h, std::int64_t j0, std::int64_t count, KvParts parts,
                   Fn fn) {
   std::int64_t c = 0;
   while (c < count) {
     KvRun run = p.locate(b, h, j0 + c);
     run.count = std::min(run.count, count - c);
-    if (run.tiled()) {
+    if (kUntile && run.tiled()) {
       run.count = std::min(run.count, kUntileTokens);
       run = p.untile(run, parts, &untile_scratch());
     }
