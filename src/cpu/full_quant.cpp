@@ -223,19 +223,16 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
     VF sum = hn::Zero(df);
     VI psum = hn::Zero(di);
     for (std::int64_t c = 0; c < nc; c += G) {
-      VI x[G];
-      for (int k = 0; k < G; ++k) {
-        if (c + k >= nc) {
-          x[k] = hn::Zero(di);
-          continue;
-        }
+      VI group = hn::Zero(di);  // (no array of vectors: SVE vectors are sizeless)
+      for (int k = 0; k < G && c + k < nc; ++k) {
         const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
         sum = hn::Add(sum, e);
         const VF y = hn::Round(clamp_f16(df, hn::Mul(round_f16<false>(df, e), q1)));
-        x[k] = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));
-        if constexpr (G == 4) psum = hn::Add(psum, x[k]);  // byte quads only: V's offset correction
+        const VI x = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));
+        if constexpr (G == 4) psum = hn::Add(psum, x);  // byte quads only: V's offset correction
+        group = add_to_group<G>(di, group, x, k);
       }
-      hn::StoreU(pack_groups<G>(di, x), di, bf.p + (c / G) * Rp + r0);
+      hn::StoreU(group, di, bf.p + (c / G) * Rp + r0);
     }
     hn::StoreU(hn::IfThenElseZero(hit, hn::Set(df, 1.0f)), df, bf.hit + r0);
     hn::StoreU(m_new, df, bf.alpha + r0);

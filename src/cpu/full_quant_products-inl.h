@@ -175,15 +175,12 @@ HWY_INLINE void pv_block(const std::int32_t* p, std::int64_t Rp, const std::int3
 }
 #endif  // HWY_TARGET == HWY_SCALAR
 
-/// Groups of G values from int32 vectors x[0..G) (one value per lane each): pairs take the low 16
-/// bits, quads the low 8 bits of each (quads of P stay signed).
+/// `group` with value k of the group set from x (one value per lane): pairs take the low 16 bits,
+/// quads the low 8 bits of each (quads of P stay signed). Value k must still be 0 in `group`.
 template <int G>
-HWY_INLINE VI pack_groups(DI di, const VI* x) {
-  const int bits = 32 / G;
+HWY_INLINE VI add_to_group(DI di, VI group, VI x, int k) {
   const VI mask = hn::Set(di, G == 2 ? 0xFFFF : 0xFF);
-  VI out = hn::And(x[0], mask);
-  for (int k = 1; k < G; ++k) out = hn::Or(out, hn::ShiftLeftSame(hn::And(x[k], mask), k * bits));
-  return out;
+  return hn::Or(group, hn::ShiftLeftSame(hn::And(x, mask), k * (32 / G)));
 }
 
 }  // namespace fia::detail::HWY_NAMESPACE
