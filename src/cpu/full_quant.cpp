@@ -15,6 +15,10 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 #include "cpu/full_quant.hpp"
@@ -97,12 +101,22 @@ void each_kv_row(const Problem& p, const WorkItem& it, bool value, std::int64_t 
   });
 }
 
-/// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
-bool cpu_has_vnni(bool avx512) {
+/// Whether the CPU has the byte-quad dot product: on x86 AVX-512 VNNI (`avx512`) or AVX-VNNI
+/// (VEX-encoded, for AVX2), from CPUID; on Arm I8MM (usdot), from the kernel's hardware
+/// capabilities (Linux) or sysctl (macOS).
+bool cpu_has_byte_dots(bool avx512) {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (avx512) return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1u);
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
+#elif defined(__aarch64__) && defined(__linux__)
+  (void)avx512;
+  return (getauxval(AT_HWCAP2) & (1ul << 13)) != 0;  // HWCAP2_I8MM
+#elif defined(__aarch64__) && defined(__APPLE__)
+  (void)avx512;
+  int has = 0;
+  std::size_t size = sizeof has;
+  return sysctlbyname("hw.optional.arm.FEAT_I8MM", &has, &size, nullptr, 0) == 0 && has != 0;
 #else
   (void)avx512;
   return false;
@@ -358,8 +372,8 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
 
 void FullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
 #if FIA_FULL_QUANT_QUADS
-  static const bool vnni = cpu_has_vnni(HWY_TARGET != HWY_AVX2);
-  if (vnni && byte_quads_allowed()) return full_quant_item_groups<4>(p, it, scratch, dst);
+  static const bool byte_dots = cpu_has_byte_dots(HWY_TARGET != HWY_AVX2);
+  if (byte_dots && byte_quads_allowed()) return full_quant_item_groups<4>(p, it, scratch, dst);
 #endif
   full_quant_item_groups<2>(p, it, scratch, dst);
 }
