@@ -11,6 +11,9 @@ set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(FIA_CROSS_PREFIX "aarch64-linux-gnu-" CACHE STRING "Prefix of the cross compilers")
 set(CMAKE_C_COMPILER ${FIA_CROSS_PREFIX}gcc)
 set(CMAKE_CXX_COMPILER ${FIA_CROSS_PREFIX}g++)
+# gcc notes on aarch64 that passing std::pair<float, float> changed in GCC 10.1 (-Wpsabi): the
+# whole build is made by one compiler, so no ABI is crossed.
+set(CMAKE_CXX_FLAGS_INIT "-Wno-psabi")
 # Debian multiarch: the arm64 libraries and their CMake packages are in /usr/lib/aarch64-linux-gnu,
 # their headers in /usr/include (shared) and /usr/include/aarch64-linux-gnu.
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)

@@ -58,7 +58,15 @@ static void test_memory(void) {
   CHECK(memcpy_s(d.buf, 8, NULL, 4) == EINVAL_AND_RESET && all_bytes(d.buf, 8, 0));
   fill(&d);
   CHECK(memcpy_s(d.buf, 8, big, 16) == ERANGE_AND_RESET && all_bytes(d.buf, 8, 0) && d.guard == 'G');
+  /* Overlapping on purpose: memcpy_s refuses before its memcpy, which gcc's -Wrestrict cannot see. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
   CHECK(memcpy_s(big + 2, 8, big, 4) == EOVERLAP_AND_RESET && all_bytes(big + 2, 8, 0));
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
   memcpy(big, "0123456789abcde", 16);
   CHECK(memmove_s(big + 2, 14, big, 4) == EOK && memcmp(big, "010123", 6) == 0);
