@@ -6,6 +6,10 @@
 #include <hwy/highway.h>
 
 #include <unistd.h>
+#ifdef __APPLE__
+#include <sys/sysctl.h>
+#include <sys/types.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -82,9 +86,20 @@ long last_level_cache_bytes() {
     char unit = 0;
     if (size >> kib >> unit && unit == 'K' && kib > 0) return kib << 10;
   }
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  long l3 = 0, l2 = 0;
+#if defined(_SC_LEVEL3_CACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)  // glibc
+  l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#elif defined(__APPLE__)
+  auto by_name = [](const char* name) {
+    std::int64_t v = 0;
+    std::size_t size = sizeof v;
+    return sysctlbyname(name, &v, &size, nullptr, 0) == 0 ? static_cast<long>(v) : 0L;
+  };
+  l3 = by_name("hw.l3cachesize");  // 0 on Apple silicon, which has no L3
+  l2 = by_name("hw.l2cachesize");
+#endif
   if (l3 > 0) return l3;
-  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
   return l2 > 0 ? std::max(l2, 32L << 20) : 32L << 20;
 }
 

@@ -23,7 +23,8 @@ Probe measure_read_bandwidth(int threads, int rounds = 7);
 /// independent register-resident FMA chains on the kernels' instruction set, `rounds` runs.
 Probe measure_fma_peak(int threads, int rounds = 7);
 
-/// Bytes of the last-level cache (sysconf, else 32 MiB).
+/// Bytes of the last-level cache (Linux: sysfs, then sysconf; macOS: sysctl hw.l3cachesize, else
+/// at least 32 MiB from hw.l2cachesize; else 32 MiB).
 long last_level_cache_bytes();
 
 }  // namespace fia::bench

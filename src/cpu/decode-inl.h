@@ -341,7 +341,7 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
 /// kBlockVectors, then a scalar tail.
 template <class Src, int ROWS>
 void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int64_t ps, float* acc, const Prefetch& pf) {
-  constexpr int kBlockVectors = HWY_MAX_BYTES >= 64 ? 4 : 2;  // 4 x 4 accumulators on AVX-512
+  constexpr int kBlockVectors = kVectorRegisters >= 32 ? 4 : 2;  // 4 x 4 accumulators with 32 registers
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   std::int64_t d0 = 0;
   for (; d0 + kBlockVectors * L <= vd; d0 += kBlockVectors * L)

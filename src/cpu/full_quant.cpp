@@ -15,6 +15,10 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__aarch64__) && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 #include "cpu/full_quant.hpp"
@@ -22,6 +26,7 @@
 #include "cpu/item_common.hpp"
 #include "numeric/full_quant.hpp"
 
+#include "cpu/registers-inl.h"
 #include "cpu/f16_rounding-inl.h"
 #include "cpu/full_quant_products-inl.h"
 #include "cpu/full_quant_tiles-inl.h"
@@ -156,19 +161,16 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
     VF sum = hn::Zero(df);
     VI psum = hn::Zero(di);
     for (std::int64_t c = 0; c < nc; c += G) {
-      VI x[G];
-      for (int k = 0; k < G; ++k) {
-        if (c + k >= nc) {
-          x[k] = hn::Zero(di);
-          continue;
-        }
+      VI group = hn::Zero(di);  // (no array of vectors: SVE vectors are sizeless)
+      for (int k = 0; k < G && c + k < nc; ++k) {
         const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
         sum = hn::Add(sum, e);
         const VF y = hn::Round(clamp_f16(df, hn::Mul(round_f16<false>(df, e), q1)));
-        x[k] = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));
-        if constexpr (G == 4) psum = hn::Add(psum, x[k]);  // byte quads only: V's offset correction
+        const VI x = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));
+        if constexpr (G == 4) psum = hn::Add(psum, x);  // byte quads only: V's offset correction
+        group = add_to_group<G>(di, group, x, k);
       }
-      hn::StoreU(pack_groups<G>(di, x), di, bf.p + (c / G) * Rp + r0);
+      hn::StoreU(group, di, bf.p + (c / G) * Rp + r0);
     }
     hn::StoreU(hn::IfThenElseZero(hit, hn::Set(df, 1.0f)), df, bf.hit + r0);
     hn::StoreU(m_new, df, bf.alpha + r0);
@@ -247,8 +249,8 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
 
 void FullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
 #if FIA_FULL_QUANT_QUADS
-  static const bool vnni = cpu_has_vnni(HWY_TARGET != HWY_AVX2);
-  if (vnni && byte_quads_allowed()) return full_quant_item_groups<4>(p, it, scratch, dst);
+  static const bool byte_dots = cpu_has_byte_dots(HWY_TARGET != HWY_AVX2);
+  if (byte_dots && byte_quads_allowed()) return full_quant_item_groups<4>(p, it, scratch, dst);
 #endif
   full_quant_item_groups<2>(p, it, scratch, dst);
 }
@@ -265,12 +267,22 @@ namespace {
 std::atomic<bool> g_byte_quads{true};
 }  // namespace
 
-/// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
-bool cpu_has_vnni(bool avx512) {
+/// Whether the CPU has the byte-quad dot product: on x86 AVX-512 VNNI (`avx512`) or AVX-VNNI
+/// (VEX-encoded, for AVX2), from CPUID; on Arm I8MM (usdot), from the kernel's hardware
+/// capabilities (Linux) or sysctl (macOS).
+bool cpu_has_byte_dots(bool avx512) {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (avx512) return __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1u);
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
+#elif defined(__aarch64__) && defined(__linux__)
+  (void)avx512;
+  return (getauxval(AT_HWCAP2) & (1ul << 13)) != 0;  // HWCAP2_I8MM
+#elif defined(__aarch64__) && defined(__APPLE__)
+  (void)avx512;
+  int has = 0;
+  std::size_t size = sizeof has;
+  return sysctlbyname("hw.optional.arm.FEAT_I8MM", &has, &size, nullptr, 0) == 0 && has != 0;
 #else
   (void)avx512;
   return false;

@@ -32,7 +32,8 @@ void full_quant_item(const Problem& p, const WorkItem& item, float* scratch, con
 bool byte_quads_allowed();
 void allow_byte_quads(bool allowed);
 
-/// Whether the CPU has AVX-512 VNNI (`avx512`) or AVX-VNNI (VEX-encoded, for AVX2), from CPUID.
-bool cpu_has_vnni(bool avx512);
+/// Whether the CPU has the byte-quad dot product: AVX-512 VNNI (`avx512`) or AVX-VNNI (for AVX2)
+/// on x86, I8MM (usdot) on Arm.
+bool cpu_has_byte_dots(bool avx512);
 
 }  // namespace fia::detail

@@ -2,8 +2,8 @@
 // are int32 lanes holding G small integers ("groups"), multiplied group by group and summed into
 // int32 lanes exactly:
 //   G = 2: int16 pairs (x & 0xFFFF) | (y << 16), 16-bit multiply-adds (vpmaddwd, smlal);
-//   G = 4: byte quads, u8 x s8 dot products (AVX-512 VNNI vpdpbusd), one operand offset by 128
-//          (bits ^ 0x80) and the offset's sum subtracted by the caller.
+//   G = 4: byte quads, u8 x s8 dot products (AVX-512 VNNI / AVX-VNNI vpdpbusd, Arm I8MM usdot),
+//          one operand offset by 128 (bits ^ 0x80) and the offset's sum subtracted by the caller.
 // Q·Kᵀ runs with rows in lanes (query groups transposed, a K group broadcast per column); P·V with
 // V's columns in lanes (a P group broadcast per row). Included by cpu/full_quant.cpp only.
 #if defined(FIA_CPU_FULL_QUANT_PRODUCTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -25,10 +25,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DI = hn::ScalableTag<std::int32_t>;
 using VI = hn::Vec<DI>;
 
-/// Targets with byte quads (G = 4), on a CPU with the matching VNNI: AVX-512 VNNI for the AVX-512
-/// targets, AVX-VNNI (VEX-encoded, 256-bit) for AVX2.
+/// Targets with byte quads (G = 4), on a CPU with the matching instruction: AVX-512 VNNI for the
+/// AVX-512 targets, AVX-VNNI (VEX-encoded, 256-bit) for AVX2, the mixed-sign dot product of Armv8.6
+/// I8MM (usdot, the same u8 x s8 quads) for NEON, with GCC (clang's assembler rejects usdot in a
+/// function compiled without +i8mm, whatever .arch the inline assembly sets: it takes the pairs).
 #undef FIA_FULL_QUANT_QUADS
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
+#define FIA_FULL_QUANT_QUADS 1
+#elif HWY_ARCH_ARM_A64 && HWY_TARGET == HWY_NEON && HWY_COMPILER_GCC_ACTUAL
 #define FIA_FULL_QUANT_QUADS 1
 #else
 #define FIA_FULL_QUANT_QUADS 0
@@ -77,9 +81,13 @@ using DW = hn::Repartition<std::int16_t, DI>;
 template <int G>
 HWY_INLINE VI dot(DI di, VI sum, VI u, VI s, VI& sum1) {
 #if FIA_FULL_QUANT_QUADS
-  if constexpr (G == 4) {  // inline assembly: the targets' compiler flags do not include VNNI
+  if constexpr (G == 4) {  // inline assembly: the targets' compiler flags include neither VNNI nor I8MM
     auto raw = sum.raw;
-#if HWY_TARGET == HWY_AVX2
+#if HWY_ARCH_ARM_A64
+    // GNU as takes I8MM only on an Armv8.2 base (.arch_extension alone is refused on armv8-a);
+    // the .arch stays in force after the statement, a superset of the NEON target's armv8-a+crypto.
+    asm(".arch armv8.2-a+crypto+i8mm\n\tusdot %0.4s, %1.16b, %2.16b" : "+w"(raw) : "w"(u.raw), "w"(s.raw));
+#elif HWY_TARGET == HWY_AVX2
     asm("%{vex%} vpdpbusd %[s], %[u], %[acc]" : [acc] "+v"(raw) : [u] "v"(u.raw), [s] "v"(s.raw));
 #else
     asm("vpdpbusd %[s], %[u], %[acc]" : [acc] "+v"(raw) : [u] "v"(u.raw), [s] "v"(s.raw));
@@ -89,6 +97,15 @@ HWY_INLINE VI dot(DI di, VI sum, VI u, VI s, VI& sum1) {
 #endif
   const DW dw;
   return hn::ReorderWidenMulAccumulate(di, hn::BitCast(dw, u), hn::BitCast(dw, s), sum, sum1);
+}
+
+/// The sums of dot<G>'s two accumulators, lane by lane: pairs are widened into two partial sums
+/// that Highway may have split by halves (NEON: the low and high halves of the vector) and
+/// RearrangeToOddPlusEven puts back in lane order; quads hold their sums in `sum` already.
+template <int G>
+HWY_INLINE VI finish(VI sum, VI sum1) {
+  if constexpr (G == 4) return sum;
+  return hn::RearrangeToOddPlusEven(sum, sum1);
 }
 
 /// Q·Kᵀ of NV row vectors x NC columns into out[c * Rp + rows] (int32, column-major): query groups
@@ -125,10 +142,10 @@ HWY_INLINE void qk_block(const std::int32_t* q, std::int64_t Rp, const std::byte
 #define FIA_STORE(n)                                                                               \
   if constexpr (NC > n) {                                                                          \
     std::int32_t* o = out + n * Rp;                                                                \
-    hn::StoreU(hn::RearrangeToOddPlusEven(a0##n, b0##n), di, o);                                   \
-    if constexpr (NV > 1) hn::StoreU(hn::RearrangeToOddPlusEven(a1##n, b1##n), di, o + L);         \
-    if constexpr (NV > 2) hn::StoreU(hn::RearrangeToOddPlusEven(a2##n, b2##n), di, o + 2 * L);     \
-    if constexpr (NV > 3) hn::StoreU(hn::RearrangeToOddPlusEven(a3##n, b3##n), di, o + 3 * L);     \
+    hn::StoreU(finish<G>(a0##n, b0##n), di, o);                                   \
+    if constexpr (NV > 1) hn::StoreU(finish<G>(a1##n, b1##n), di, o + L);         \
+    if constexpr (NV > 2) hn::StoreU(finish<G>(a2##n, b2##n), di, o + 2 * L);     \
+    if constexpr (NV > 3) hn::StoreU(finish<G>(a3##n, b3##n), di, o + 3 * L);     \
   }
   FIA_STORE(0) FIA_STORE(1) FIA_STORE(2) FIA_STORE(3) FIA_STORE(4) FIA_STORE(5)
 #undef FIA_STORE
@@ -162,7 +179,7 @@ HWY_INLINE void pv_block(const std::int32_t* p, std::int64_t Rp, const std::int3
 #undef FIA_ROW
   }
   auto add = [&](VI a, VI b, std::int32_t* dst) {
-    hn::StoreU(hn::Add(hn::LoadU(di, dst), hn::RearrangeToOddPlusEven(a, b)), di, dst);
+    hn::StoreU(hn::Add(hn::LoadU(di, dst), finish<G>(a, b)), di, dst);
   };
 #define FIA_ADD(r)                                                                                    \
   if constexpr (NR > r) {                                                                             \
@@ -175,15 +192,12 @@ HWY_INLINE void pv_block(const std::int32_t* p, std::int64_t Rp, const std::int3
 }
 #endif  // HWY_TARGET == HWY_SCALAR
 
-/// Groups of G values from int32 vectors x[0..G) (one value per lane each): pairs take the low 16
-/// bits, quads the low 8 bits of each (quads of P stay signed).
+/// `group` with value k of the group set from x (one value per lane): pairs take the low 16 bits,
+/// quads the low 8 bits of each (quads of P stay signed). Value k must still be 0 in `group`.
 template <int G>
-HWY_INLINE VI pack_groups(DI di, const VI* x) {
-  const int bits = 32 / G;
+HWY_INLINE VI add_to_group(DI di, VI group, VI x, int k) {
   const VI mask = hn::Set(di, G == 2 ? 0xFFFF : 0xFF);
-  VI out = hn::And(x[0], mask);
-  for (int k = 1; k < G; ++k) out = hn::Or(out, hn::ShiftLeftSame(hn::And(x[k], mask), k * bits));
-  return out;
+  return hn::Or(group, hn::ShiftLeftSame(hn::And(x, mask), k * (32 / G)));
 }
 
 }  // namespace fia::detail::HWY_NAMESPACE

@@ -15,14 +15,22 @@
 #include <cstdint>
 
 #include "cpu/full_quant_layout.hpp"
+#include "cpu/registers-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Row vectors per register block and columns per block of qk_block on this target.
+/// Row vectors per register block and columns per block of qk_block on this target. The rows are
+/// in lanes, so the row vectors follow the width: the 32 packed rows are 2 vectors of 16 lanes, or
+/// 4 (of 8 or fewer: up to 4 per block). The columns follow the register count: each (row vector,
+/// column) product keeps one accumulator on x86 (vpmaddwd, vpdpbusd) and two elsewhere (NEON and
+/// SVE widen the low and high halves into separate sums), besides the row vectors and a column:
+/// 2 x 6 on AVX-512, 4 x 2 on AVX2, 4 x 3 on NEON and SVE_256, 2 x 6 on SVE.
 constexpr int kQkRowVectors = HWY_MAX_BYTES >= 64 ? 2 : 4;
-constexpr int kQkColumns = HWY_MAX_BYTES >= 64 ? 6 : 2;
+constexpr int kQkAccumulators = HWY_ARCH_X86 ? 1 : 2;
+constexpr int kQkColumns =
+    std::clamp((kVectorRegisters - kQkRowVectors - 1) / (kQkRowVectors * kQkAccumulators), 1, 6);
 
 /// An int8 row of D values as groups at dst, zero-padded to Dg: G = 2 int16 values (pairs), G = 4
 /// bytes offset by 128 (the unsigned operand of byte quads).

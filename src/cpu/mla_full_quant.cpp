@@ -167,18 +167,15 @@ void chunk_softmax(const Buffers& bf, std::int64_t Rp, std::int64_t nc) {
     VF sum = hn::Zero(df);
     VI psum = hn::Zero(di);
     for (std::int64_t c = 0; c < nc; c += G) {
-      VI x[G];
-      for (int k = 0; k < G; ++k) {
-        if (c + k >= nc) {
-          x[k] = hn::Zero(di);
-          continue;
-        }
+      VI group = hn::Zero(di);  // (no array of vectors: SVE vectors are sizeless)
+      for (int k = 0; k < G && c + k < nc; ++k) {
         const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
         sum = hn::Add(sum, e);
-        x[k] = hn::ConvertTo(di, hn::Round(hn::Mul(e, k127)));  // half to even, in [0, 127]
-        if constexpr (G == 4) psum = hn::Add(psum, x[k]);
+        const VI x = hn::ConvertTo(di, hn::Round(hn::Mul(e, k127)));  // half to even, in [0, 127]
+        if constexpr (G == 4) psum = hn::Add(psum, x);
+        group = add_to_group<G>(di, group, x, k);
       }
-      hn::StoreU(pack_groups<G>(di, x), di, bf.p + (c / G) * Rp + r0);
+      hn::StoreU(group, di, bf.p + (c / G) * Rp + r0);
     }
     hn::StoreU(hn::IfThenElseZero(hit, hn::Set(df, 1.0f)), df, bf.hit + r0);
     hn::StoreU(mc, df, bf.mc + r0);
@@ -260,8 +257,8 @@ void mla_item_groups(const Problem& p, const WorkItem& it, float* scratch, const
 
 void MlaFullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
 #if FIA_FULL_QUANT_QUADS
-  static const bool vnni = cpu_has_vnni(HWY_TARGET != HWY_AVX2);
-  if (vnni && byte_quads_allowed()) return mla_item_groups<4>(p, it, scratch, dst);
+  static const bool byte_dots = cpu_has_byte_dots(HWY_TARGET != HWY_AVX2);
+  if (byte_dots && byte_quads_allowed()) return mla_item_groups<4>(p, it, scratch, dst);
 #endif
   mla_item_groups<2>(p, it, scratch, dst);
 }

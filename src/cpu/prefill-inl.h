@@ -148,11 +148,12 @@ HWY_INLINE void row_block_product(DF df, const float* a, std::int64_t lda, const
 
 /// out[c][0:Rp) (stride ldo) = scale * sum_x a[x][0:Rp) * b(c, x) for c < ncols, or += when
 /// accumulating; b(c, x) = b[c * bc + x * bx]. Rp is a multiple of the lane count. Row blocks of
-/// 4 vectors where the target has 32 vector registers (AVX-512), else 2.
+/// 4 vectors where the target has 32 vector registers (AVX-512, NEON, SVE: 24 accumulators, 4 row
+/// vectors and a column), else 2 (AVX2: 12 + 2 + 1 of 16).
 HWY_INLINE void panel_product(DF df, const float* a, std::int64_t lda, std::int64_t Rp, const float* b, std::int64_t bc,
                               std::int64_t bx, std::int64_t ncols, std::int64_t depth, float* out, std::int64_t ldo,
                               float scale, bool accumulate) {
-  constexpr int kRowVectors = HWY_MAX_BYTES >= 64 ? 4 : 2;
+  constexpr int kRowVectors = kVectorRegisters >= 32 ? 4 : 2;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   std::int64_t r = 0;
   for (; r + kRowVectors * L <= Rp; r += kRowVectors * L)

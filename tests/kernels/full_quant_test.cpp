@@ -118,7 +118,9 @@ Tally expect_cpu_matches_reference(const FullQuantSpec& fs, std::uint64_t seed, 
   detail::Problem p;
   EXPECT_TRUE(detail::build_problem(fq.call.args, false, &p).ok());
   detail::ReferenceResult exact;
-  if (fs.int8_out) EXPECT_TRUE(reference_exact(fq.call.args, &exact).ok());
+  if (fs.int8_out) {
+    EXPECT_TRUE(reference_exact(fq.call.args, &exact).ok());
+  }
   std::int64_t differ = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     const double a = value_at(cpu.attention_out, k), e = value_at(ref.attention_out, k);

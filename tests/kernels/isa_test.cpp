@@ -3,6 +3,8 @@
 // dims and KV lengths that straddle every vector, tile and chunk boundary.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
 #include "support/call_builder.hpp"
@@ -64,6 +66,15 @@ TEST(Isa, EnvironmentCapIsHonoured) {
   EXPECT_STREQ(detail::kernel_isa(), isas.back().c_str());
   detail::force_isa("");
   EXPECT_STREQ(detail::kernel_isa(), isas.front().c_str());
+}
+
+/// The target the kernels dispatch to, when FIA_EXPECT_ISA names it: scripts/cross-aarch64.sh
+/// checks that each emulated CPU reaches the Highway target it is meant to test.
+TEST(Isa, DispatchesToTheExpectedTarget) {
+  const char* want = std::getenv("FIA_EXPECT_ISA");
+  if (want == nullptr || *want == '\0') GTEST_SKIP() << "FIA_EXPECT_ISA is not set";
+  ASSERT_TRUE(detail::apply_isa_cap_from_env());
+  EXPECT_STREQ(detail::kernel_isa(), want);
 }
 
 }  // namespace

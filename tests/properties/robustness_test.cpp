@@ -95,7 +95,9 @@ void expect_poison_changes_nothing(const CallSpec& spec, std::uint64_t seed,
   const Backend backends[2] = {Backend::kCpu, Backend::kReference};
   for (int k = 0; k < 2; ++k) ASSERT_TRUE(run_call(call.args, backends[k], 2, &clean[k]).ok()) << describe(spec);
   const std::int64_t poisoned_values = poison_excluded(call.args);
-  if (edit) EXPECT_GT(poisoned_values, 0);
+  if (edit) {
+    EXPECT_GT(poisoned_values, 0);
+  }
   if (poisoned_values == 0) return;
   for (int k = 0; k < 2; ++k) {
     Outputs poisoned;
@@ -170,7 +172,9 @@ TEST(Robustness, PseRowOfMinusInfIsAFullyMaskedRow) {
     for (std::int64_t d = 0; d < vd; ++d) EXPECT_EQ(o[(1 * 4 + 2) * vd + d], 0.0);  // (b 0, head 1, row 2)
     EXPECT_EQ(lse[1 * 4 + 2], std::numeric_limits<double>::infinity());
     for (std::int64_t r = 0; r < 8; ++r)
-      if (r != 6) EXPECT_TRUE(std::isfinite(lse[r])) << r;
+      if (r != 6) {
+        EXPECT_TRUE(std::isfinite(lse[r])) << r;
+      }
   }
 }
 

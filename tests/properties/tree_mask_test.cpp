@@ -253,7 +253,9 @@ TEST(TreeMask, Rules) {
     const Status st = tree_status(k.spec, k.call, k.strict);
     EXPECT_FALSE(st.ok()) << k.what;
     EXPECT_EQ(st.parameter, k.parameter) << k.what << ": " << st.to_string();
-    if (k.strict) EXPECT_TRUE(tree_status(k.spec, k.call, false).ok()) << k.what << " in the default mode";
+    if (k.strict) {
+      EXPECT_TRUE(tree_status(k.spec, k.call, false).ok()) << k.what << " in the default mode";
+    }
   }
 }
 

@@ -16,7 +16,9 @@ void expect_cpu_matches_reference(const FiaArgs& args, bool lse, const std::stri
   Outputs out;
   st = run_call(args, Backend::kCpu, threads, &out);
   ASSERT_TRUE(st.ok()) << st.to_string() << "\n" << context;
-  if (!isa.empty()) EXPECT_STREQ(detail::kernel_isa(), isa.c_str());
+  if (!isa.empty()) {
+    EXPECT_STREQ(detail::kernel_isa(), isa.c_str());
+  }
   const Verdict v = criterion_a(out.attention_out, exact.out);
   EXPECT_TRUE(v.pass) << isa << (isa.empty() ? "" : ": ") << v.detail << "\n" << context;
   if (lse) {

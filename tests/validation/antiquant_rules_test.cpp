@@ -219,7 +219,9 @@ TEST(AntiquantRule, BaseCallsAreValid) {
   for (const Base& b : bases) {
     TestCall call = build_aq(b.spec);
     EXPECT_TRUE(validate(call.args, false).ok()) << b.name << ": " << validate(call.args, false).to_string();
-    if (b.strict_ok) EXPECT_TRUE(validate(call.args, true).ok()) << b.name << " (strict): " << validate(call.args, true).to_string();
+    if (b.strict_ok) {
+      EXPECT_TRUE(validate(call.args, true).ok()) << b.name << " (strict): " << validate(call.args, true).to_string();
+    }
   }
 }
 

@@ -1,25 +1,48 @@
-// x86-specific horizontal sums of the decode dot products (AVX2 hadd, AVX-512 transposing tree).
-// Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets foreach_target
-// re-include it once per target).
-#if defined(FIA_CPU_X86_REDUCTIONS_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef FIA_CPU_X86_REDUCTIONS_INL_H_
-#undef FIA_CPU_X86_REDUCTIONS_INL_H_
+// Horizontal sums of the decode dot products, per target: AVX2 horizontal adds, NEON pairwise
+// adds (faddp), the same pairwise tree from Highway shuffles on the other 128-bit targets, an
+// AVX-512 transposing tree, and one reduction per sum elsewhere (SVE: one faddv each). Included per
+// Highway target by cpu/attention_item.cpp (the toggle guard below lets foreach_target re-include it
+// once per target).
+#if defined(FIA_CPU_REDUCTIONS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_REDUCTIONS_INL_H_
+#undef FIA_CPU_REDUCTIONS_INL_H_
 #else
-#define FIA_CPU_X86_REDUCTIONS_INL_H_
+#define FIA_CPU_REDUCTIONS_INL_H_
 #endif
 
 HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+#undef FIA_PAIRWISE_SUMS  // this file is compiled once per target
+#if HWY_MAX_BYTES == 16 && HWY_TARGET != HWY_SCALAR
+#define FIA_PAIRWISE_SUMS 1
+/// [lo0 + lo1, lo2 + lo3, hi0 + hi1, hi2 + hi3] for 4-lane vectors: NEON's faddp, SSE's haddps.
+HWY_INLINE VF pair_sums(DF df, VF lo, VF hi) {
+#if HWY_ARCH_ARM_A64 && (HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_NEON_BF16 || HWY_TARGET == HWY_NEON_WITHOUT_AES)
+  (void)df;
+  return VF{vpaddq_f32(lo.raw, hi.raw)};
+#else
+  return hn::Add(hn::ConcatEven(df, hi, lo), hn::ConcatOdd(df, hi, lo));
+#endif
+}
 
-/// out[0..4) = the lane sums of a, b, c, d. On AVX2 three horizontal adds serve all four sums;
-/// elsewhere one reduction each. (AVX-512 targets use sum16 instead.)
+/// The lane sums of four 4-lane vectors, lane j holding the sum of the j-th: three pairwise adds.
+/// Lane j depends only on the j-th vector.
+HWY_INLINE VF sums_of_4(DF df, VF a, VF b, VF c, VF d) {
+  return pair_sums(df, pair_sums(df, a, b), pair_sums(df, c, d));
+}
+#endif
+
+/// out[0..4) = the lane sums of a, b, c, d. On AVX2 three horizontal adds serve all four sums, on
+/// 128-bit targets three pairwise adds; elsewhere one reduction each. (AVX-512 targets use sum16.)
 HWY_INLINE void sum4(DF df, VF a, VF b, VF c, VF d, float* out) {
 #if HWY_TARGET == HWY_AVX2
   (void)df;
   const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a.raw, b.raw), _mm256_hadd_ps(c.raw, d.raw));
   _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+#elif defined(FIA_PAIRWISE_SUMS)
+  hn::StoreU(sums_of_4(df, a, b, c, d), df, out);
 #else
   out[0] = hn::GetLane(hn::SumOfLanes(df, a));
   out[1] = hn::GetLane(hn::SumOfLanes(df, b));
@@ -28,9 +51,20 @@ HWY_INLINE void sum4(DF df, VF a, VF b, VF c, VF d, float* out) {
 #endif
 }
 
-#undef FIA_DOTS4  // this file is compiled once per target
+// Four tokens at a time (dots4 below: 16 accumulators, 4 K rows and a query row live) on targets
+// with 32 vector registers whose 16 lane sums are cheap: AVX-512 (a transposing tree, sum16) and
+// NEON (four pairwise trees, sums_of_4). Not SVE: its vectors are sizeless (no arrays of them).
+#undef FIA_DOTS4
+#undef FIA_SUM16
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || HWY_TARGET == HWY_AVX3_SPR
 #define FIA_DOTS4 1
+#define FIA_SUM16 1
+#elif defined(FIA_PAIRWISE_SUMS) && HWY_ARCH_ARM_A64 && \
+    (HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_NEON_BF16 || HWY_TARGET == HWY_NEON_WITHOUT_AES)
+#define FIA_DOTS4 1
+#endif
+
+#ifdef FIA_SUM16
 /// a shuffled by kLo plus a shuffled by kHi, the shuffles picking 128-bit quarters of a and b.
 template <int kLo, int kHi>
 HWY_INLINE __m512 fold_quarters(__m512 a, __m512 b) {
@@ -55,9 +89,12 @@ HWY_INLINE VF sum16(const VF* v) {
   return VF{fold_lanes<0x88, 0xDD>(fold_lanes<0x44, 0xEE>(u[0], u[1]), fold_lanes<0x44, 0xEE>(u[2], u[3]))};
 }
 
+#endif  // FIA_SUM16
+
+#ifdef FIA_DOTS4
 /// a[4r + j] += q row r times K row k[j] over n elements, for ROWS rows and 4 tokens; the
-/// elements past the last full vector go to tail[4r + j]. Each lane's FMA chain and the sum16 tree
-/// depend only on (row, token), so a token's score is the same bits in any group of 4.
+/// elements past the last full vector go to tail[4r + j]. Each lane's FMA chain and the sum tree
+/// (sum16 or sums_of_4) depend only on (row, token), so a token's score is the same bits in any group of 4.
 template <class Src, int ROWS>
 HWY_INLINE void dots4(DF df, const float* q, std::int64_t kw, const typename Src::T* const* k, std::int64_t n, VF* a,
                       float* tail) {
@@ -101,6 +138,7 @@ HWY_INLINE void dots4_store(DF df, const Problem& p, const float* q, std::int64_
   HWY_ALIGN float tail[16] = {};
   dots4<Src, ROWS>(df, q, kw, k, p.qk_dim, a, tail);
   if (p.rope_dim > 0) dots4<Src, ROWS>(df, q + p.qk_dim, kw, kr, p.rope_dim, a, tail);
+#ifdef FIA_SUM16
   const VF sums = hn::Add(sum16(a), hn::Load(df, tail));
   if (count == 4) {
     const __m512 v = sums.raw;
@@ -114,10 +152,22 @@ HWY_INLINE void dots4_store(DF df, const Problem& p, const float* q, std::int64_
   hn::Store(sums, df, all);
   for (int r = 0; r < ROWS; ++r)
     for (std::int64_t j = 0; j < count; ++j) out[r * os + j] = all[4 * r + j];
-}
+#else  // 4-lane vectors: row r's four sums in one vector, lane j for token j
+  for (int r = 0; r < ROWS; ++r) {
+    const VF sums = hn::Add(sums_of_4(df, a[4 * r], a[4 * r + 1], a[4 * r + 2], a[4 * r + 3]), hn::Load(df, tail + 4 * r));
+    if (count == 4) {
+      hn::StoreU(sums, df, out + r * os);
+      continue;
+    }
+    HWY_ALIGN float all[4];
+    hn::Store(sums, df, all);
+    for (std::int64_t j = 0; j < count; ++j) out[r * os + j] = all[j];
+  }
 #endif
+}
+#endif  // FIA_DOTS4
 
 }  // namespace fia::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
-#endif  // FIA_CPU_X86_REDUCTIONS_INL_H_
+#endif  // FIA_CPU_REDUCTIONS_INL_H_
