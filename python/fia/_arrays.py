@@ -28,15 +28,17 @@ _NP_DTYPES = {
 
 
 _TORCH: Any = None
+_TENSOR: Any = None  # torch.Tensor, once torch is imported
 _TORCH_DTYPES: Dict[Any, str] = {}  # torch dtype -> fia dtype name, once torch is imported
 
 
 def torch_module() -> Any:
     """torch when it has been imported by the process (fia never imports it for numpy users)."""
-    global _TORCH, _TORCH_DTYPES
+    global _TORCH, _TENSOR, _TORCH_DTYPES
     if _TORCH is None:
         _TORCH = sys.modules.get("torch")
         if _TORCH is not None:
+            _TENSOR = _TORCH.Tensor
             _TORCH_DTYPES = {getattr(_TORCH, t): n for t, n in _TORCH_DTYPE_NAMES}
     return _TORCH
 
@@ -49,27 +51,29 @@ def is_torch_tensor(x: Any) -> bool:
 def as_input(x: Any, name: str) -> Any:
     """An argument for the core: a numpy array or DLPack object; (uint16 view, "BF16") for numpy
     bfloat16; (tensor, data address, shape, strides, dtype name) for a plain torch CPU tensor."""
+    if _TENSOR is None:
+        torch_module()
+    if type(x) is _TENSOR:  # a plain torch tensor, the common case, first
+        # The tensor's own attributes: after a long call, when torch's code is out of the caches,
+        # they cost half of a numpy view (Tensor.numpy(); bench/python_overhead.py).
+        dtype = _TORCH_DTYPES.get(x.dtype)
+        if dtype is not None and x.is_cpu:
+            try:
+                return (x, x.data_ptr(), x.shape, x.stride(), dtype)
+            except RuntimeError:  # no strided memory (sparse layouts, ...)
+                pass
     if x is None:
         return None
-    if is_torch_tensor(x):
-        if type(x) is _TORCH.Tensor:
-            # The tensor's own attributes: after a long call, when torch's code is out of the caches,
-            # they cost half of a numpy view (Tensor.numpy(); bench/python_overhead.py).
-            dtype = _TORCH_DTYPES.get(x.dtype)
-            if dtype is not None and x.is_cpu:
-                try:
-                    return (x, x.data_ptr(), x.shape, x.stride(), dtype)
-                except RuntimeError:  # no strided memory (sparse layouts, ...)
-                    pass
-        if x.device.type != "cpu":
-            raise InvalidArgumentError("invalid argument", name, f"a CPU tensor is expected, got a tensor on {x.device}")
-        return torch_view(x.detach() if x.requires_grad else x, name)
     if isinstance(x, np.ndarray):
         if _NP_BF16 is not None and x.dtype == _NP_BF16:
             return (x.view(np.uint16), "BF16")
         if x.dtype.byteorder == ">":
             raise DtypeError("invalid argument", name, f"dtype must be native-endian, got {x.dtype}")
         return x
+    if is_torch_tensor(x):  # tensor subclasses, other devices, dtypes fia lacks
+        if x.device.type != "cpu":
+            raise InvalidArgumentError("invalid argument", name, f"a CPU tensor is expected, got a tensor on {x.device}")
+        return torch_view(x.detach() if x.requires_grad else x, name)
     if hasattr(x, "__dlpack__"):
         return x
     raise InvalidArgumentError("invalid argument", name,
