@@ -98,7 +98,7 @@ def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, An
     inputs query, key, value and the others in order."""
     renames = RENAMES[function]
     attrs: Dict[str, Any] = {}
-    later = []  # (name, value) of the tensors and dtype overrides, after every attribute
+    later = []  # (name, value) of the inputs (and the rest), after every attribute
     for name, v in kwargs.items():
         kind = SCALARS.get(name)
         if kind is not None:
@@ -122,7 +122,11 @@ def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, An
             _arrays.scalar(v, int, name)
             raise UnsupportedFeatureError("unsupported", name,
                                           "dtype overrides (FP8 / HiFloat8 inputs) are not supported, got " + repr(v))
-        tensors[renames.get(name, name)] = _arrays.as_input(v, name)
+        field = renames.get(name, name)
+        if field in TENSOR_FIELDS:
+            tensors[field] = _arrays.as_input(v, name)
+        else:
+            attrs[field] = v
     if function == "npu_prompt_flash_attention":
         # torch_npu: sparse_mode 10..14 selects high precision (inner_precise 0) for modes 0..4.
         mode = attrs.get("sparse_mode", 0)
