@@ -1,6 +1,7 @@
 // fia._C: the nanobind extension behind the Python package (python/fia). It turns DLPack /
-// buffer-protocol arrays (torch CPU tensors, numpy arrays) into fia::TensorView without copying,
-// plans a call, and runs it into new numpy arrays, with the GIL released.
+// buffer-protocol arrays (numpy arrays, other DLPack objects) and torch CPU tensors passed by
+// address into fia::TensorView without copying, plans a call, and runs it into new numpy arrays,
+// with the GIL released.
 // The torch_npu argument names are mapped onto FiaArgs fields in python/fia/_calls.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -12,8 +13,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
-#include <new>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
