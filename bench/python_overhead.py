@@ -1,12 +1,15 @@
 """Per-call overhead of fia's Python API over its C++ API, on the D1 workload (bench/shapes.json).
 
-    PYTHONPATH=build/python python3 bench/python_overhead.py [--rounds 7] [--calls 200]
+    PYTHONPATH=build/python python3 bench/python_overhead.py [--rounds 7] [--calls 200] [--threads 0]
+
+On a shared machine, run it under real-time priority (chrt -f 20 ...) for stable numbers.
 
 Both sides make the same complete call (validate, plan, allocate the outputs, compute): the C++
 side loops fia::fused_infer_attention_score in C++ (fia._C.Call.time_cpp_calls); the Python side
-calls fia.npu_fused_infer_attention_score with torch tensors (through torch.ops.fia) and with numpy
-arrays. The three alternate call by call; the overhead is the difference of the medians over the
-rounds, in microseconds and as a fraction of the C++ call. A benchmark, not a test."""
+calls fia.npu_fused_infer_attention_score with torch tensors (eager: the core directly, as the
+torch.ops.fia kernel does) and with numpy arrays. The three alternate call by call; the overhead
+is the difference of the medians over the rounds, in microseconds and as a fraction of the C++
+call. A benchmark, not a test."""
 import argparse
 import json
 import pathlib

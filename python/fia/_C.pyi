@@ -1,20 +1,13 @@
 """Type stubs of fia._C, the nanobind extension (src/python/module.cpp)."""
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Tuple
 
 class StatusError(Exception):
     """args: (code name, parameter, message) of a failed fia::Status."""
 
 class Call:
     """A validated FIA call (fia::Plan) with the arrays it reads."""
-    @property
-    def out_shape(self) -> List[int]: ...
-    @property
-    def out_dtype(self) -> str: ...
-    @property
-    def lse_shape(self) -> List[int]: ...
-    @property
-    def lse_flag(self) -> bool: ...
-    def run(self, out: Any, lse: Optional[Any]) -> None: ...
+    def run(self) -> Tuple[Any, Any]:
+        """(attention_out, softmax_lse) as new numpy arrays; bfloat16 as (uint16 array, "BF16")."""
     def time_cpp_calls(self, repeats: int) -> float: ...
 
 def plan(entry_point: str, tensors: Dict[str, Any], attrs: Dict[str, Any], backend: str, strict: bool,

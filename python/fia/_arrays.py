@@ -1,12 +1,14 @@
 """Inputs and outputs of the fia functions: torch CPU tensors or numpy arrays, never copied.
 
-Inputs reach the C++ core as numpy arrays through DLPack / the buffer protocol: torch CPU tensors
-as numpy views of their memory (``Tensor.numpy()``, no copy), other DLPack objects as they are;
-bfloat16 arrays travel as uint16 views with the dtype name beside them. Outputs are allocated here,
-by the framework of the query, and filled in place by the core.
+Inputs reach the C++ core without a copy: plain torch CPU tensors as their data address, shape,
+strides and dtype name (beside the tensor, which the core keeps alive); numpy arrays and other
+DLPack objects as they are, through DLPack / the buffer protocol; numpy bfloat16 arrays as uint16
+views with the dtype name beside them; tensor subclasses as numpy views. The attention outputs are
+numpy arrays the core allocates, returned as torch tensors over the same memory for a torch query;
+the merge's outputs are allocated here, in the framework of its inputs.
 """
 import sys
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -26,13 +28,18 @@ _NP_DTYPES = {
 
 
 _TORCH: Any = None
+_TENSOR: Any = None  # torch.Tensor, once torch is imported
+_TORCH_DTYPES: Dict[Any, str] = {}  # torch dtype -> fia dtype name, once torch is imported
 
 
 def torch_module() -> Any:
     """torch when it has been imported by the process (fia never imports it for numpy users)."""
-    global _TORCH
+    global _TORCH, _TENSOR, _TORCH_DTYPES
     if _TORCH is None:
         _TORCH = sys.modules.get("torch")
+        if _TORCH is not None:
+            _TENSOR = _TORCH.Tensor
+            _TORCH_DTYPES = {getattr(_TORCH, t): n for t, n in _TORCH_DTYPE_NAMES}
     return _TORCH
 
 
@@ -42,24 +49,31 @@ def is_torch_tensor(x: Any) -> bool:
 
 
 def as_input(x: Any, name: str) -> Any:
-    """An argument for the core: the array itself, or (uint16 view, "BF16") for numpy bfloat16."""
+    """An argument for the core: a numpy array or DLPack object; (uint16 view, "BF16") for numpy
+    bfloat16; (tensor, data address, shape, strides, dtype name) for a plain torch CPU tensor."""
+    if _TENSOR is None:
+        torch_module()
+    if type(x) is _TENSOR:  # a plain torch tensor, the common case, first
+        # The tensor's own attributes: after a long call, when torch's code is out of the caches,
+        # they cost half of a numpy view (Tensor.numpy(); bench/python_overhead.py).
+        dtype = _TORCH_DTYPES.get(x.dtype)
+        if dtype is not None and x.is_cpu:
+            try:
+                return (x, x.data_ptr(), x.shape, x.stride(), dtype)
+            except RuntimeError:  # no strided memory (sparse layouts, ...)
+                pass
     if x is None:
         return None
-    if is_torch_tensor(x):
-        if x.dtype is not _TORCH.bfloat16 and type(x) is _TORCH.Tensor:
-            try:  # the common case first: a plain CPU tensor without grad
-                return x.numpy()
-            except (TypeError, RuntimeError):
-                pass
-        if x.device.type != "cpu":
-            raise InvalidArgumentError("invalid argument", name, f"a CPU tensor is expected, got a tensor on {x.device}")
-        return torch_view(x.detach() if x.requires_grad else x, name)
     if isinstance(x, np.ndarray):
         if _NP_BF16 is not None and x.dtype == _NP_BF16:
             return (x.view(np.uint16), "BF16")
         if x.dtype.byteorder == ">":
             raise DtypeError("invalid argument", name, f"dtype must be native-endian, got {x.dtype}")
         return x
+    if is_torch_tensor(x):  # tensor subclasses, other devices, dtypes fia lacks
+        if x.device.type != "cpu":
+            raise InvalidArgumentError("invalid argument", name, f"a CPU tensor is expected, got a tensor on {x.device}")
+        return torch_view(x.detach() if x.requires_grad else x, name)
     if hasattr(x, "__dlpack__"):
         return x
     raise InvalidArgumentError("invalid argument", name,
@@ -68,7 +82,8 @@ def as_input(x: Any, name: str) -> Any:
 
 def torch_view(x: Any, name: str) -> Any:
     """A CPU tensor as a numpy view of its memory (no copy): the core imports numpy arrays several
-    times faster than torch's DLPack capsules. bfloat16 travels as (uint16 view, "BF16")."""
+    times faster than torch's DLPack capsules. bfloat16 travels as (uint16 view, "BF16"). For
+    tensor subclasses and the merge's outputs (as_input passes plain tensors by address)."""
     torch = torch_module()
     if x.dtype == torch.bfloat16:
         return (x.view(torch.int16).numpy().view(np.uint16), "BF16")
@@ -136,11 +151,20 @@ def empty(like: Any, shape: Sequence[int], dtype: str) -> Tuple[Any, Any]:
     return out, out
 
 
-def zero_lse(like: Any) -> Any:
-    """The [1] float32 zero softmax_lse returned when it is not requested (FIA-SPEC 2.1)."""
+def outputs(like: Any, out: Any, lse: Any) -> Tuple[Any, Any]:
+    """The core's new numpy outputs in `like`'s framework: torch tensors over the same memory for a
+    torch query. A bfloat16 attention_out arrives as (uint16 array, "BF16")."""
+    bf16 = type(out) is tuple
+    if bf16:
+        out = out[0]
     if is_torch_tensor(like):
-        return _TORCH.from_numpy(np.zeros((1,), dtype=np.float32))
-    return np.zeros((1,), dtype=np.float32)
+        out = _TORCH.from_numpy(out)
+        return (out.view(_TORCH.bfloat16) if bf16 else out), _TORCH.from_numpy(lse)
+    if bf16:
+        if _NP_BF16 is None:
+            raise DtypeError("invalid argument", "query", "numpy bfloat16 needs the ml_dtypes package")
+        out = out.view(_NP_BF16)
+    return out, lse
 
 
 # torch dtype attribute -> fia dtype name

@@ -93,18 +93,33 @@ def normalize_extras(backend: Any, strict: Any, threads: Any, post_quant_roundin
 
 def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any]
            ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """(tensors, attrs) by FiaArgs name for a call of torch_npu `function` with normalized `kwargs`."""
+    """(tensors, attrs) by FiaArgs name for a call of torch_npu `function`. `kwargs` are checked as
+    normalize() checks them, in one pass (the eager calls' hot path): attributes first, then the
+    inputs query, key, value and the others in order."""
     renames = RENAMES[function]
+    attrs: Dict[str, Any] = {}
+    later = []  # (name, value) of the inputs (and the rest), after every attribute
+    for name, v in kwargs.items():
+        kind = SCALARS.get(name)
+        if kind is not None:
+            if type(v) is not kind:
+                v = _arrays.scalar(v, kind, name)
+        elif v is None or name in IGNORED:  # absent inputs stay absent
+            continue
+        elif name in INT_LISTS:
+            v = _arrays.int_list(v, name)
+        else:
+            later.append((name, v))
+            continue
+        attrs[renames.get(name, name)] = v
     tensors: Dict[str, Any] = {
         "query": _arrays.as_input(query, "query"),
         "key": _arrays.as_input_list(key, "key"),
         "value": _arrays.as_input_list(value, "value"),
     }
-    attrs: Dict[str, Any] = {}
-    for name, v in kwargs.items():
-        if v is None or name in IGNORED:  # absent inputs stay absent
-            continue
+    for name, v in later:
         if name in V2_DTYPE_OVERRIDES:
+            _arrays.scalar(v, int, name)
             raise UnsupportedFeatureError("unsupported", name,
                                           "dtype overrides (FP8 / HiFloat8 inputs) are not supported, got " + repr(v))
         field = renames.get(name, name)
@@ -122,19 +137,18 @@ def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, An
 
 def execute(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any], backend: str = "default",
             strict: bool = False, threads: int = 0, post_quant_rounding: str = "device") -> Tuple[Any, Any]:
-    """Plans and runs one call; returns (attention_out, softmax_lse) in the query's framework."""
+    """Checks, plans and runs one call; returns (attention_out, softmax_lse) in the query's framework."""
+    if (type(backend) is not str or type(strict) is not bool or type(threads) is not int
+            or type(post_quant_rounding) is not str):
+        backend, strict, threads, post_quant_rounding = normalize_extras(
+            backend, strict, threads, post_quant_rounding).values()
     tensors, attrs = to_fia(function, query, key, value, kwargs)
     try:
-        call = _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads, post_quant_rounding)
-        out, out_arg = _arrays.empty(query, call.out_shape, call.out_dtype)
-        if call.lse_flag:
-            lse, lse_arg = _arrays.empty(query, call.lse_shape, "F32")
-        else:
-            lse, lse_arg = _arrays.zero_lse(query), None
-        call.run(out_arg, lse_arg)
+        out, lse = _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads,
+                           post_quant_rounding).run()
     except _C.StatusError as err:
         raise_as_called(function, err)
-    return out, lse
+    return _arrays.outputs(query, out, lse)
 
 
 def plan(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any], backend: str = "default",

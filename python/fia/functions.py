@@ -38,8 +38,15 @@ def _traced(query: Any) -> bool:
     TorchFunctionMode or TorchDispatchMode, tensor subclasses such as FakeTensor): then the call
     must go through the dispatcher as torch.ops.fia.<name>. Plain eager calls skip it, which saves
     the dispatcher's tens of microseconds per call (bench/python_overhead.py)."""
-    return (type(query) is not torch.Tensor or torch.compiler.is_compiling()
-            or torch._C._len_torch_dispatch_stack() > 0 or torch._C._is_torch_function_mode_enabled())
+    return (type(query) is not _Tensor or _is_compiling() or _dispatch_modes() > 0
+            or _function_mode_enabled())
+
+
+if torch is not None:  # bound once: the attribute lookups cost microseconds after a long call
+    _Tensor = torch.Tensor
+    _is_compiling = torch.compiler.is_compiling
+    _dispatch_modes = torch._C._len_torch_dispatch_stack
+    _function_mode_enabled = torch._C._is_torch_function_mode_enabled
 
 
 def _dispatch(function: str, query: Array, key: Any, value: Any, kwargs: dict, backend: str, strict: bool,
@@ -47,14 +54,13 @@ def _dispatch(function: str, query: Array, key: Any, value: Any, kwargs: dict, b
     """Traced torch calls: the custom op torch.ops.fia.<function>; eager torch calls and numpy
     arrays: the core directly (the op's own kernel does the same). Returns what torch_npu returns:
     (attention_out, softmax_lse) for FIA, attention_out for IFA/PFA."""
-    kwargs = _calls.normalize(kwargs)
-    extras = _calls.normalize_extras(backend, strict, threads, post_quant_rounding)
     if torch is not None and isinstance(query, torch.Tensor) and _traced(query):
         keys = list(key) if isinstance(key, (list, tuple)) else [key]
         values = list(value) if isinstance(value, (list, tuple)) else [value]
         op = getattr(torch.ops.fia, function)
-        return op(query, keys, values, **kwargs, **extras)
-    out, lse = _calls.execute(function, query, key, value, kwargs, **extras)
+        return op(query, keys, values, **_calls.normalize(kwargs),
+                  **_calls.normalize_extras(backend, strict, threads, post_quant_rounding))
+    out, lse = _calls.execute(function, query, key, value, kwargs, backend, strict, threads, post_quant_rounding)
     return (out, lse) if function.startswith("npu_fused") else out
 
 

@@ -1,5 +1,6 @@
-"""numpy arrays in and out: dtypes (bfloat16 via ml_dtypes), strided inputs, empty tensors
-(FIA-SPEC 19), the [1] zero softmax_lse, and integer lists given as arrays or tensors."""
+"""numpy arrays in and out: dtypes (bfloat16 via ml_dtypes), strided inputs, torch inputs by
+address against numpy, empty tensors (FIA-SPEC 19), the [1] zero softmax_lse, and integer lists
+given as arrays or tensors."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -93,6 +94,26 @@ def test_key_strided_in_batch_and_sequence(framework):
     vv = np.asarray(v).astype(np.float64).repeat(2, axis=2)
     ref, _ = reference(g.transpose(0, 2, 1, 3), kk.transpose(0, 2, 1, 3), vv.transpose(0, 2, 1, 3), 0.2)
     np.testing.assert_allclose(got.astype(np.float64), ref.transpose(0, 2, 1, 3), atol=3e-3, rtol=1e-2)
+
+
+class Marked(torch.Tensor):
+    """A tensor subclass: passed to the core as a numpy view, not by address."""
+
+
+@pytest.mark.parametrize("dtype", NP_DTYPES, ids=str)
+def test_torch_inputs_by_address_match_numpy(dtype):
+    # Plain torch tensors reach the core by address, shape and strides: a view with a storage
+    # offset, tensors that require grad, and a subclass give the numpy arrays' bits.
+    big_q, k, v = rand((3, 4, 8, 32), dtype, 10), rand((2, 4, 16, 32), dtype, 11), rand((2, 4, 16, 32), dtype, 12)
+    kw = dict(num_heads=4, input_layout="BNSD", scale=0.2, softmax_lse_flag=True)
+    want, want_lse = FIA(np.ascontiguousarray(big_q[1:]), k, v, **kw)
+    tq = to_torch(big_q)[1:]
+    assert tq.storage_offset() > 0
+    tk, tv = to_torch(k).requires_grad_(), to_torch(v).as_subclass(Marked)
+    got, got_lse = FIA(tq, tk, tv, **kw)
+    assert type(got) is torch.Tensor and got.dtype == tq.dtype and not got.requires_grad
+    got = got.view(torch.int16).numpy() if got.dtype == torch.bfloat16 else got.numpy()
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8)) and np.array_equal(got_lse.numpy(), want_lse)
 
 
 @pytest.mark.parametrize("layout,qshape,kshape,out_shape,lse_shape", [

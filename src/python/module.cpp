@@ -1,6 +1,7 @@
 // fia._C: the nanobind extension behind the Python package (python/fia). It turns DLPack /
-// buffer-protocol arrays (torch CPU tensors, numpy arrays) into fia::TensorView without copying,
-// plans a call, and runs it into outputs the Python side allocated, with the GIL released.
+// buffer-protocol arrays (numpy arrays, other DLPack objects) and torch CPU tensors passed by
+// address into fia::TensorView without copying, plans a call, and runs it into new numpy arrays,
+// with the GIL released.
 // The torch_npu argument names are mapped onto FiaArgs fields in python/fia/_calls.py.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -11,7 +12,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -73,14 +76,30 @@ View view_of(const Arr& a, fia::DType dtype) {
   return v;
 }
 
-/// A Python array as a view. `h` is an array, or a tuple (array, "BF16"): numpy has no bfloat16
-/// of its own, so python/fia passes ml_dtypes bfloat16 arrays as uint16 views with the real name.
+/// A plain torch CPU tensor passed as (tensor, data address, shape, strides, dtype name) by
+/// python/fia: its own attributes cost less than a numpy view of it. Strides are in elements.
+template <class View>
+View tensor_view(const nb::tuple& t, const std::string& name, std::vector<nb::object>* keep) {
+  View v;
+  v.data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(t[1]));
+  if (!fia::parse_dtype(nb::cast<std::string_view>(t[4]), &v.dtype))
+    raise_invalid(name, "dtype must be one of F16, BF16, F32, F64, I8, U8, BOOL, I32, I64, U64");
+  for (nb::handle d : t[2]) v.shape.push_back(nb::cast<std::int64_t>(d));
+  for (nb::handle d : t[3]) v.strides.push_back(nb::cast<std::int64_t>(d));
+  keep->push_back(nb::borrow(t[0]));
+  return v;
+}
+
+/// A Python array as a view. `h` is an array; a tuple (array, "BF16"): numpy has no bfloat16 of
+/// its own, so python/fia passes ml_dtypes bfloat16 arrays as uint16 views with the real name; or
+/// a torch tensor's 5-tuple (tensor_view).
 template <class View, class Arr>
 View to_view(nb::handle h, const std::string& name, std::vector<nb::object>* keep) {
   nb::handle array = h;
   std::string dtype_name;
   if (nb::isinstance<nb::tuple>(h)) {
     nb::tuple t = nb::borrow<nb::tuple>(h);
+    if (t.size() == 5) return tensor_view<View>(t, name, keep);
     array = t[0];
     dtype_name = nb::cast<std::string>(t[1]);
   }
@@ -97,6 +116,37 @@ View to_view(nb::handle h, const std::string& name, std::vector<nb::object>* kee
   return view_of<View>(a, dtype);
 }
 
+/// A new array the core writes into: the numpy array (owning its memory) and its view.
+struct NewArray {
+  nb::object array;
+  fia::MutableTensorView view;
+};
+
+/// A zero-filled C-contiguous numpy array of `shape` (fia::Outputs are zero-filled too). bfloat16
+/// is allocated as uint16: numpy has no bfloat16 of its own.
+NewArray new_array(const std::vector<std::int64_t>& shape, fia::DType dtype) {
+  using C = nb::dlpack::dtype_code;
+  struct Entry { fia::DType dtype; C code; };
+  static constexpr Entry kTable[] = {
+      {fia::DType::F16, C::Float}, {fia::DType::BF16, C::UInt}, {fia::DType::F32, C::Float},
+      {fia::DType::F64, C::Float}, {fia::DType::I8, C::Int},    {fia::DType::U8, C::UInt},
+      {fia::DType::Bool, C::Bool}, {fia::DType::I32, C::Int},   {fia::DType::I64, C::Int},
+      {fia::DType::U64, C::UInt},
+  };
+  const std::size_t size = fia::dtype_size(dtype);
+  nb::dlpack::dtype dl{static_cast<std::uint8_t>(C::Float), static_cast<std::uint8_t>(8 * size), 1};
+  for (const auto& e : kTable)
+    if (e.dtype == dtype) dl.code = static_cast<std::uint8_t>(e.code);
+  std::vector<std::size_t> dims(shape.begin(), shape.end());
+  std::size_t bytes = size;
+  for (auto d : shape) bytes *= static_cast<std::size_t>(d);
+  void* data = std::calloc(bytes ? bytes : 1, 1);
+  if (data == nullptr) throw std::bad_alloc();
+  nb::capsule owner(data, [](void* p) noexcept { std::free(p); });
+  nb::ndarray<nb::numpy> array(data, dims.size(), dims.data(), owner, nullptr, dl);
+  return {array.cast(), fia::MutableTensorView{data, dtype, shape}};
+}
+
 /// One FIA call: its arguments (views of arrays it keeps alive), options and plan.
 struct Call {
   fia::FiaArgs args;
@@ -104,24 +154,25 @@ struct Call {
   fia::Plan plan;
   std::vector<nb::object> keep;
 
-  std::vector<std::int64_t> out_shape() const { return plan.attention_out_shape(); }
-  std::string out_dtype() const { return std::string(fia::dtype_name(plan.attention_out_dtype())); }
-  std::vector<std::int64_t> lse_shape() const { return plan.softmax_lse_shape(); }
-  bool lse_flag() const { return plan.softmax_lse_flag(); }
-
-  void run(nb::handle out, nb::handle lse) {
-    std::vector<nb::object> outputs;
-    auto out_view = to_view<fia::MutableTensorView, OutArray>(out, "attention_out", &outputs);
-    fia::MutableTensorView lse_view;
-    if (!lse.is_none()) lse_view = to_view<fia::MutableTensorView, OutArray>(lse, "softmax_lse", &outputs);
+  /// Computes the call into new arrays, returned as (attention_out, softmax_lse): numpy arrays
+  /// allocated here, zero-filled as fia::Outputs are; softmax_lse is the [1] zero array when not
+  /// requested (FIA-SPEC 2.1). A bfloat16 attention_out comes back as (uint16 array, "BF16").
+  nb::tuple run() {
+    const fia::DType out_dtype = plan.attention_out_dtype();
+    auto out = new_array(plan.attention_out_shape(), out_dtype);
+    auto lse = new_array(plan.softmax_lse_flag() ? plan.softmax_lse_shape() : std::vector<std::int64_t>{1},
+                         fia::DType::F32);
     fia::Status st;
     {
       nb::gil_scoped_release release;
       const std::size_t bytes = plan.workspace_bytes();
       std::unique_ptr<std::byte[]> workspace(bytes ? new (std::align_val_t{64}) std::byte[bytes] : nullptr);
-      st = fia::run(plan, out_view, lse_view, workspace.get(), bytes);
+      st = fia::run(plan, out.view, plan.softmax_lse_flag() ? lse.view : fia::MutableTensorView{},
+                    workspace.get(), bytes);
     }
     if (!st.ok()) raise_status(st);
+    if (out_dtype == fia::DType::BF16) return nb::make_tuple(nb::make_tuple(out.array, "BF16"), lse.array);
+    return nb::make_tuple(out.array, lse.array);
   }
 
   /// Seconds for `repeats` calls of the C++ one-shot API (plan, allocation and run) on the same
@@ -315,12 +366,8 @@ NB_MODULE(_C, m) {
   m.attr("StatusError") = g_status_error;
 
   nb::class_<Call>(m, "Call", "A validated FIA call (fia::Plan) with the arrays it reads")
-      .def_prop_ro("out_shape", &Call::out_shape, "shape of attention_out (FIA-SPEC 3.1)")
-      .def_prop_ro("out_dtype", &Call::out_dtype, "safetensors name of attention_out's dtype")
-      .def_prop_ro("lse_shape", &Call::lse_shape, "shape of softmax_lse (FIA-SPEC 17)")
-      .def_prop_ro("lse_flag", &Call::lse_flag, "whether softmax_lse is computed")
-      .def("run", &Call::run, nb::arg("out"), nb::arg("lse").none(),
-           "Computes attention_out (and softmax_lse) into the given arrays; releases the GIL.")
+      .def("run", &Call::run,
+           "Computes the call into new numpy arrays (attention_out, softmax_lse); releases the GIL.")
       .def("time_cpp_calls", &Call::time_cpp_calls, nb::arg("repeats"),
            "Seconds for `repeats` calls of fia::fused_infer_attention_score on the same arguments.");
 
