@@ -151,7 +151,9 @@ TEST(MlaFullQuantProperty, UnitScalesAndIntegersEqualNonQuantizedMla) {
       const Outputs out = run_full_quant(c.call.args, backend, 2);
       const Verdict v = criterion_a(out.attention_out, exact.out);
       EXPECT_TRUE(v.pass) << describe(s) << ": " << v.detail;
-      if (s.lse) EXPECT_TRUE(lse_match(out.softmax_lse, exact.lse).pass) << describe(s);
+      if (s.lse) {
+        EXPECT_TRUE(lse_match(out.softmax_lse, exact.lse).pass) << describe(s);
+      }
     }
   }
 }
@@ -273,8 +275,9 @@ TEST(MlaFullQuantCpu, FullyMaskedRowsAreZeroAndInfinity) {
       for (std::int64_t n = 0; n < 2; ++n) {
         const float lse = out.softmax_lse.as<float>()[n * 6 + i];
         EXPECT_EQ(std::isinf(lse), i < 3) << "row " << i;
-        if (i < 3)
+        if (i < 3) {
           for (std::int64_t d = 0; d < 512; ++d) EXPECT_EQ(value_at(out.attention_out, (i * 2 + n) * 512 + d), 0.0);
+        }
       }
   }
 }

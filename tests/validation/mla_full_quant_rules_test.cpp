@@ -80,8 +80,9 @@ TEST_P(MlaFullQuantRule, IsRejectedNamingTheParameter) {
   const Status st = validate(c.call.args, r.strict);
   ASSERT_FALSE(st.ok()) << r.name;
   EXPECT_EQ(st.parameter, r.parameter) << st.to_string();
-  if (r.strict)
+  if (r.strict) {
     EXPECT_TRUE(validate(c.call.args, false).ok()) << r.name << ": " << validate(c.call.args, false).to_string();
+  }
 }
 
 OwnedTensor f32(std::vector<std::int64_t> shape, float v) {
