@@ -78,11 +78,6 @@ std::int64_t buffer_bytes(std::int64_t D, std::int64_t RD, std::int64_t VD, Buff
   return off;
 }
 
-float rope_value(const void* base, DType t, std::int64_t i) {
-  const auto bits = static_cast<const std::uint16_t*>(base)[i];
-  return t == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
-}
-
 }  // namespace
 }  // namespace fia::detail
 #endif  // FIA_CPU_MLA_FULL_QUANT_LAYOUT_
@@ -115,7 +110,7 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
         convert_key_row<G>(static_cast<const std::int8_t*>(run.key) + t * run.key_stride, D, Dg,
                            bf.k + (c + t) * krow);
         const auto* kr = static_cast<const std::byte*>(run.key_rope) + t * run.rope_stride * rope_size;
-        for (std::int64_t d = 0; d < RD; ++d) bf.kr[(c + t) * RD + d] = rope_value(kr, rt, d);
+        for (std::int64_t d = 0; d < RD; ++d) bf.kr[(c + t) * RD + d] = load_one(kr, rt, d);
       }
     });
     std::int32_t* out = raw + t0 * Rp;
@@ -204,7 +199,7 @@ void load_queries(const Problem& p, const WorkItem& it, const Buffers& bf, std::
     for (std::int64_t d = 0; d < D; ++d) bf.qsum[r] += q[d];
     const auto* qr = static_cast<const std::byte*>(p.query_rope.base) +
                      p.query_rope.offset(it.b, n, i) * static_cast<std::int64_t>(dtype_size(p.rope_dtype));
-    for (std::int64_t d = 0; d < RD; ++d) bf.qr[d * Rp + r] = rope_value(qr, p.rope_dtype, d);
+    for (std::int64_t d = 0; d < RD; ++d) bf.qr[d * Rp + r] = load_one(qr, p.rope_dtype, d);
     const float dq = static_cast<const float*>(mq.dequant_query.base)[mq.dequant_query.offset(it.b, n, i)];
     bf.factor[r] = static_cast<float>(static_cast<double>(dq) * mq.key_scale * p.scale);
   }

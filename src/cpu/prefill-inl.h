@@ -15,15 +15,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ---- wide items (prefill): f32 tiles, products register-blocked over rows ------------------
 
 /// widen_row of `count` stored rows (`stride` elements apart) into rows of dst (`ld` floats
-/// apart). NZ rows (FIA-SPEC 9.1) go piece by piece, each piece across the tokens: a piece of
-/// consecutive tokens is contiguous in the cache.
+/// apart), tiled as in the NZ cache (FIA-SPEC 9.1): piece by piece, each piece across the tokens,
+/// since a piece of consecutive tokens is contiguous in the cache.
 template <class Src>
-HWY_INLINE void widen_rows(const typename Src::T* rows, std::int64_t stride, RowTiling tiling, std::int64_t count,
-                           std::int64_t n, float* dst, std::int64_t ld) {
-  if (!tiling.tiled()) {
-    for (std::int64_t t = 0; t < count; ++t) widen_row<Src>(rows + t * stride, n, dst + t * ld);
-    return;
-  }
+HWY_INLINE void widen_tiled_rows(const typename Src::T* rows, std::int64_t stride, RowTiling tiling, std::int64_t count,
+                                 std::int64_t n, float* dst, std::int64_t ld) {
   for (std::int64_t d = 0; d < n; d += tiling.width) {
     const typename Src::T* piece = rows + (d / tiling.width) * tiling.stride;
     const bool more = d + tiling.width < n;  // prefetch the next piece (its own page in a 4 KB block)
@@ -46,29 +42,32 @@ void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int6
   const std::int64_t row_bytes = kv_row_bytes(p, keys ? p.qk_dim : p.v_dim);
   const KvParts parts = keys ? KvParts::kKeys : KvParts::kValues;
   for_each_run<false>(p, it.b, it.h, j0, count, parts, [&](std::int64_t c, const KvRun& run) {
-    // Cold caches (speculative decode reads every KV row once): the rows kPrefetchTokens ahead.
-    const auto* ahead = static_cast<const char*>(keys ? run.key : run.value);
-    const std::int64_t stride = (keys ? run.key_stride : run.value_stride) * es;
-    if (run.tiled()) {  // NZ: piece by piece across the run's tokens
+    if (run.tiled()) {  // NZ (key_rope and V tiled with K): piece by piece across the run's tokens
       float* rows = dst + c * width;
       if (keys) {
-        widen_rows<Src>(static_cast<const T*>(run.key), run.key_stride, run.key_tiling, run.count, p.qk_dim, rows, width);
+        widen_tiled_rows<Src>(static_cast<const T*>(run.key), run.key_stride, run.key_tiling, run.count, p.qk_dim, rows,
+                              width);
         if (p.rope_dim > 0)
-          widen_rows<Src>(static_cast<const T*>(run.key_rope), run.rope_stride, run.rope_tiling, run.count, p.rope_dim,
-                          rows + p.qk_dim, width);
+          widen_tiled_rows<Src>(static_cast<const T*>(run.key_rope), run.rope_stride, run.rope_tiling, run.count,
+                                p.rope_dim, rows + p.qk_dim, width);
       } else {
-        widen_rows<Src>(static_cast<const T*>(run.value), run.value_stride, run.value_tiling, run.count, p.v_dim, rows,
-                        width);
+        widen_tiled_rows<Src>(static_cast<const T*>(run.value), run.value_stride, run.value_tiling, run.count, p.v_dim,
+                              rows, width);
       }
-    }
-    for (std::int64_t t = 0; t < run.count && !run.tiled(); ++t) {
-      if (t + kPrefetchTokens < run.count) prefetch_row(ahead + (t + kPrefetchTokens) * stride, row_bytes);
-      float* row = dst + (c + t) * width;
-      if (keys) {
-        widen_row<Src>(static_cast<const T*>(run.key) + t * run.key_stride, p.qk_dim, row);
-        if (p.rope_dim > 0) widen_row<Src>(static_cast<const T*>(run.key_rope) + t * run.rope_stride, p.rope_dim, row + p.qk_dim);
-      } else {
-        widen_row<Src>(static_cast<const T*>(run.value) + t * run.value_stride, p.v_dim, row);
+    } else {
+      // Cold caches (speculative decode reads every KV row once): the rows kPrefetchTokens ahead.
+      const auto* ahead = static_cast<const char*>(keys ? run.key : run.value);
+      const std::int64_t stride = (keys ? run.key_stride : run.value_stride) * es;
+      for (std::int64_t t = 0; t < run.count; ++t) {
+        if (t + kPrefetchTokens < run.count) prefetch_row(ahead + (t + kPrefetchTokens) * stride, row_bytes);
+        float* row = dst + (c + t) * width;
+        if (keys) {
+          widen_row<Src>(static_cast<const T*>(run.key) + t * run.key_stride, p.qk_dim, row);
+          if (p.rope_dim > 0)
+            widen_row<Src>(static_cast<const T*>(run.key_rope) + t * run.rope_stride, p.rope_dim, row + p.qk_dim);
+        } else {
+          widen_row<Src>(static_cast<const T*>(run.value) + t * run.value_stride, p.v_dim, row);
+        }
       }
     }
     if (!antiquant) return;

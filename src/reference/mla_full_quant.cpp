@@ -12,15 +12,6 @@
 
 namespace fia::detail {
 
-namespace {
-
-double rope_element(const void* base, DType t, std::int64_t i) {
-  const auto bits = static_cast<const std::uint16_t*>(base)[i];
-  return t == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
-}
-
-}  // namespace
-
 bool reference_mla_full_quant_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_t i, double* out,
                                   double* lse) {
   const Problem::MlaFullQuant& mq = p.mla_full_quant;
@@ -46,7 +37,7 @@ bool reference_mla_full_quant_row(const Problem& p, std::int64_t b, std::int64_t
       for (std::int64_t d = 0; d < D; ++d) dot += static_cast<std::int64_t>(q[d]) * k[d];
       double rope = 0.0;
       for (std::int64_t d = 0; d < p.rope_dim; ++d)
-        rope += rope_element(qr, p.rope_dtype, d) * rope_element(kv.key_rope, p.rope_dtype, d);
+        rope += static_cast<double>(load_one(qr, p.rope_dtype, d)) * load_one(kv.key_rope, p.rope_dtype, d);
       double score = (static_cast<double>(dot) + rope) * factor;  // the rope part is dequantized too
       if (p.has_pse) score += load_one(p.pse.base, p.pse.dtype, p.pse_offset(b, n, i, j));  // after scaling (5, 8.1)
       if (score == -std::numeric_limits<double>::infinity()) continue;  // a pse of -inf excludes the key
