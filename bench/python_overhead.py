@@ -7,9 +7,9 @@ On a shared machine, run it under real-time priority (chrt -f 20 ...) for stable
 Both sides make the same complete call (validate, plan, allocate the outputs, compute): the C++
 side loops fia::fused_infer_attention_score in C++ (fia._C.Call.time_cpp_calls); the Python side
 calls fia.npu_fused_infer_attention_score with torch tensors (eager: the core directly, as the
-torch.ops.fia kernel does) and with numpy arrays. The three alternate call by call; the overhead
-is the difference of the medians over the rounds, in microseconds and as a fraction of the C++
-call. A benchmark, not a test."""
+torch.ops.fia kernel does) and with numpy arrays. The three alternate call by call; each round
+takes the median single call of each kind, and the overhead is the difference of the medians over
+the rounds, in microseconds and as a fraction of the C++ call. A benchmark, not a test."""
 import argparse
 import json
 import pathlib
@@ -55,29 +55,34 @@ def main():
         python_torch(), python_numpy(), call.time_cpp_calls(3)
     # Call by call, C++ and Python alternate, in a rotating order, so that the machine's drift
     # (other processes, clock changes) and the cost of following another kind of call fall on every
-    # side alike; the medians of per-round means are reported.
+    # side alike. Every call is timed on its own and each round reports medians: a shared machine
+    # stalls single calls for milliseconds (other tenants; under `chrt -f`, the kernel's real-time
+    # throttling pauses the process for 50 ms every second), which a mean would charge to whichever
+    # side it hit.
     results = {"cpp": [], "torch": [], "numpy": []}
     order = ["cpp", *calls]
     for _ in range(args.rounds):
-        spent = dict.fromkeys(results, 0.0)
+        spent = {name: [] for name in results}
         for i in range(args.calls):
             for name in order[i % 3:] + order[:i % 3]:
                 if name == "cpp":
-                    spent[name] += call.time_cpp_calls(1)
+                    spent[name].append(call.time_cpp_calls(1))
                     continue
                 start = time.perf_counter()
                 calls[name]()
-                spent[name] += time.perf_counter() - start
+                spent[name].append(time.perf_counter() - start)
         for name in results:
-            results[name].append(spent[name] / args.calls)
+            results[name].append(statistics.median(spent[name]))
     cpp = statistics.median(results["cpp"])
-    print(f"D1, {args.rounds} rounds of {args.calls} calls of each kind, rotating, medians (threads={args.threads or 'all'})")
+    print(f"D1, {args.rounds} rounds of {args.calls} calls of each kind, rotating; median of the rounds' "
+          f"median call (threads={args.threads or 'all'})")
     print(f"  C++ fia::fused_infer_attention_score: {cpp * 1e6:9.1f} us/call")
     for name in calls:
         med = statistics.median(results[name])
+        per_round = [(p - c) * 1e6 for p, c in zip(results[name], results["cpp"])]
         print(f"  Python ({name:5s}):                    {med * 1e6:9.1f} us/call  overhead "
-              f"{(med - cpp) * 1e6:7.1f} us = {(med - cpp) / cpp:+.1%} of the C++ call")
-
+              f"{(med - cpp) * 1e6:7.1f} us = {(med - cpp) / cpp:+.1%} of the C++ call "
+              f"(rounds {min(per_round):+.1f} .. {max(per_round):+.1f} us)")
 
 if __name__ == "__main__":
     main()

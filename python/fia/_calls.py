@@ -144,8 +144,7 @@ def execute(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, A
             backend, strict, threads, post_quant_rounding).values()
     tensors, attrs = to_fia(function, query, key, value, kwargs)
     try:
-        out, lse = _C.plan(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads,
-                           post_quant_rounding).run()
+        out, lse = _C.call(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads, post_quant_rounding)
     except _C.StatusError as err:
         raise_as_called(function, err)
     return _arrays.outputs(query, out, lse)

@@ -166,7 +166,7 @@ struct Call {
     {
       nb::gil_scoped_release release;
       const std::size_t bytes = plan.workspace_bytes();
-      std::unique_ptr<std::byte[]> workspace(bytes ? new (std::align_val_t{64}) std::byte[bytes] : nullptr);
+      const std::unique_ptr<std::byte[]> workspace(bytes ? new std::byte[bytes] : nullptr);  // the core aligns it
       st = fia::run(plan, out.view, plan.softmax_lse_flag() ? lse.view : fia::MutableTensorView{},
                     workspace.get(), bytes);
     }
@@ -275,11 +275,10 @@ fia::Backend backend(std::string_view name) {
   return fia::Backend::kDefault;
 }
 
-/// Validates and plans one call. `tensors`: FiaArgs tensor name -> array, (array, dtype) or
-/// None; "key"/"value" -> a list of those. `attrs`: FiaArgs attribute name -> value.
-std::unique_ptr<Call> plan(std::string_view entry, nb::dict tensors, nb::dict attrs, std::string_view backend_name,
-                           bool strict, int threads, std::string_view rounding) {
-  auto call = std::make_unique<Call>();
+/// Validates and plans one call into `call`. `tensors`: FiaArgs tensor name -> array, (array,
+/// dtype) or None; "key"/"value" -> a list of those. `attrs`: FiaArgs attribute name -> value.
+void plan_into(Call* call, std::string_view entry, nb::dict tensors, nb::dict attrs, std::string_view backend_name,
+               bool strict, int threads, std::string_view rounding) {
   fia::FiaArgs& a = call->args;
   a.entry_point = entry_point(entry);
   call->options.backend = backend(backend_name);
@@ -332,13 +331,23 @@ std::unique_ptr<Call> plan(std::string_view entry, nb::dict tensors, nb::dict at
     }
     if (!found) raise_invalid(name, "not an attribute of FusedInferAttentionScore");
   }
-  fia::Status st;
-  {
-    nb::gil_scoped_release release;
-    st = fia::plan(a, call->options, &call->plan);
-  }
+  const fia::Status st = fia::plan(a, call->options, &call->plan);
   if (!st.ok()) raise_status(st);
+}
+
+std::unique_ptr<Call> plan(std::string_view entry, nb::dict tensors, nb::dict attrs, std::string_view backend_name,
+                           bool strict, int threads, std::string_view rounding) {
+  auto call = std::make_unique<Call>();
+  plan_into(call.get(), entry, tensors, attrs, backend_name, strict, threads, rounding);
   return call;
+}
+
+/// plan() and Call::run() in one: the eager calls' path, without a Call object for Python.
+nb::tuple call(std::string_view entry, nb::dict tensors, nb::dict attrs, std::string_view backend_name, bool strict,
+               int threads, std::string_view rounding) {
+  Call c;
+  plan_into(&c, entry, tensors, attrs, backend_name, strict, threads, rounding);
+  return c.run();
 }
 
 void merge(nb::handle out_a, nb::handle lse_a, nb::handle out_b, nb::handle lse_b, std::string_view layout,
@@ -374,6 +383,9 @@ NB_MODULE(_C, m) {
   m.def("plan", &plan, nb::arg("entry_point"), nb::arg("tensors"), nb::arg("attrs"), nb::arg("backend"),
         nb::arg("strict"), nb::arg("threads"), nb::arg("post_quant_rounding"),
         "Validates and plans a call (fia::plan); raises StatusError(code, parameter, message).");
+  m.def("call", &call, nb::arg("entry_point"), nb::arg("tensors"), nb::arg("attrs"), nb::arg("backend"),
+        nb::arg("strict"), nb::arg("threads"), nb::arg("post_quant_rounding"),
+        "plan() and run() in one: (attention_out, softmax_lse) as new numpy arrays; raises as plan().");
   m.def("merge_attention_states", &merge, nb::arg("out_a"), nb::arg("lse_a"), nb::arg("out_b"), nb::arg("lse_b"),
         nb::arg("input_layout"), nb::arg("out"), nb::arg("lse"),
         "fia::merge_attention_states into `out` and `lse` (may alias the first part).");
