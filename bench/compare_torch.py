@@ -7,11 +7,13 @@ For every workload of a shapes file (bench/shapes.json) this script
      attention computed with torch in float64 with FIA's rounding of P (FIA-SPEC 5 step 7) --
      plain SDPA does not round P, which on zero-mean data moves ~1 % of bf16 elements past the
      criterion;
-  2. times both on the same inputs, dtypes and thread count, interleaved: each round runs
+  2. times both on the same inputs and thread count, interleaved: each round runs
      `fia bench --case` (median of --repeat calls, one FIA call = plan + run) and then the same
-     number of torch SDPA calls in the inputs' dtype; decode inputs rotate through copies larger
-     than the last-level cache on both sides;
-  3. prints, per workload, the median over rounds of torch time / fia time (> 1: fia is faster).
+     number of torch SDPA calls in the inputs' dtype, then in float32 (inputs converted once,
+     not timed); decode inputs rotate through copies larger than the last-level cache on both
+     sides;
+  3. prints, per workload, the median over rounds of torch time / fia time for both (> 1: fia is
+     faster).
 
 Requires torch (pip install torch) and numpy. Paged KV (D2) is gathered into contiguous tensors
 for torch, which has no paged attention; the gather is not timed. Varlen TND (P3) is one SDPA
@@ -174,9 +176,21 @@ class TorchCall:
         return outs
 
 
+def p_rounding(entry, dtype):
+    """The dtype FIA rounds the softmax numerators to before P·V (FIA-SPEC 5 step 7, 25.3): the
+    query's, except on the TND/NTD layouts ("split fuse"), where inner_precise 0 keeps P in f32
+    (None). Split fuse with inner_precise 1 rounds per 512-key tile against the running max, which
+    fia_semantics does not model: "unmodelled"."""
+    p = entry["params"]
+    if p.get("input_layout", "BSH").split("_")[0] in ("TND", "NTD"):
+        return "unmodelled" if p.get("inner_precise", 0) & 1 else None
+    return dtype
+
+
 def fia_semantics(q, k, v, scale, causal, round_dtype):
     """FIA-SPEC 5 in torch float64, one head at a time: scale, causal mask, softmax whose
-    unnormalised exponentials are rounded to the input dtype before P·V (step 7)."""
+    unnormalised exponentials are rounded to `round_dtype` before P·V (step 7; None: not
+    rounded)."""
     g = q.shape[1] // k.shape[1]
     out = torch.empty(q.shape, dtype=torch.float64)
     for n in range(q.shape[1]):
@@ -189,7 +203,7 @@ def fia_semantics(q, k, v, scale, causal, round_dtype):
             s = s.masked_fill(j > i + (skv - sq), float("-inf"))
         m = s.amax(-1, keepdim=True)
         e = torch.exp(s - m)
-        p = e.to(round_dtype).double()
+        p = e.to(round_dtype).double() if round_dtype is not None else e
         out[:, n] = (p @ vn) / e.sum(-1, keepdim=True)
     return out
 
@@ -226,7 +240,7 @@ def main():
         shapes = json.load(f)["shapes"]
     only = [s for s in args.only.split(",") if s]
     print(f"fia vs torch {torch.__version__} SDPA, {args.threads} threads, {args.rounds} interleaved rounds")
-    print(f"{'shape':6} {'fia ms':>9} {'torch ms':>9} {'torch/fia':>10}  {'check':>6}  what")
+    print(f"{'shape':6} {'fia ms':>9} {'torch ms':>9} {'torch/fia':>10} {'fp32 ms':>10} {'fp32/fia':>10}  {'check':>6}  what")
     tmp = tempfile.mkdtemp(prefix="fia-vs-torch-")
     for entry in shapes:
         name = entry["name"]
@@ -234,7 +248,7 @@ def main():
             continue
         why = torch_cannot(entry)
         if why:
-            print(f"{name:6} {'-':>9} {'-':>9} {'-':>10}  {'-':>6}  {entry['what']} (skipped: {why})")
+            print(f"{name:6} {'-':>9} {'-':>9} {'-':>10} {'-':>10} {'-':>10}  {'-':>6}  {entry['what']} (skipped: {why})")
             continue
         t = make_inputs(entry, seed=7)
         case = os.path.join(tmp, name)
@@ -246,13 +260,17 @@ def main():
                              capture_output=True, text=True)
         if res.returncode != 0:  # rejected by fia (e.g. not supported yet): listed, not compared
             err = (res.stderr.strip().splitlines() or ["fia run failed"])[-1]
-            print(f"{name:6} {'-':>9} {'-':>9} {'-':>10}  {'-':>6}  {entry['what']} (skipped: {err})")
+            print(f"{name:6} {'-':>9} {'-':>9} {'-':>10} {'-':>10} {'-':>10}  {'-':>6}  {entry['what']} (skipped: {err})")
             continue
         got = read_safetensors(case + "/out/outputs.safetensors")["attention_out"]
         call = TorchCall(entry, t)
         bf16 = t["query"].dtype == torch.bfloat16
-        want = [fia_semantics(q, k, v, call.scale, call.causal, t["query"].dtype) for q, k, v in call.groups]
-        if entry["params"].get("input_layout") == "TND":
+        rounding = p_rounding(entry, t["query"].dtype)
+        want = [fia_semantics(q, k, v, call.scale, call.causal, None if rounding == "unmodelled" else rounding)
+                for q, k, v in call.groups]
+        if rounding == "unmodelled":
+            ok = None
+        elif entry["params"].get("input_layout") == "TND":
             pieces, start = [], 0
             for (q, _, _), w in zip(call.groups, want):
                 pieces.append((got[start:start + q.shape[2]].float().permute(1, 0, 2)[None], w))
@@ -268,7 +286,8 @@ def main():
         if decode:
             for _ in range(max(1, math.ceil(4 * llc_bytes() / kv_bytes)) - 1):
                 copies.append([(q, torch.rand_like(k), torch.rand_like(v)) for q, k, v in call.groups])
-        ratios, fia_ms, torch_ms = [], [], []
+        copies32 = [[(q.float(), k.float(), v.float()) for q, k, v in c] for c in copies]
+        ratios, ratios32, fia_ms, torch_ms, torch32_ms = [], [], [], [], []
         for _ in range(args.rounds):
             res = subprocess.run([args.fia, "bench", "--case", case, "--threads", str(args.threads), "--repeat",
                                   str(args.repeat), "--json", case + "/bench.json"], capture_output=True, text=True)
@@ -276,18 +295,23 @@ def main():
                 sys.exit(f"fia bench failed on {name}: {res.stderr}")
             with open(case + "/bench.json") as f:
                 f_med = json.load(f)["results"][0]["median_s"]
-            times = []
-            for i in range(args.repeat + len(copies)):
-                t0 = time.perf_counter()
-                call(copies[i % len(copies)])
-                if i >= len(copies):  # the first pass over the copies is warm-up
-                    times.append(time.perf_counter() - t0)
-            t_med = statistics.median(times)
+            meds = []
+            for inputs in (copies, copies32):  # the inputs' dtype, then float32
+                times = []
+                for i in range(args.repeat + len(inputs)):
+                    t0 = time.perf_counter()
+                    call(inputs[i % len(inputs)])
+                    if i >= len(inputs):  # the first pass over the copies is warm-up
+                        times.append(time.perf_counter() - t0)
+                meds.append(statistics.median(times))
             fia_ms.append(f_med * 1e3)
-            torch_ms.append(t_med * 1e3)
-            ratios.append(t_med / f_med)
+            torch_ms.append(meds[0] * 1e3)
+            torch32_ms.append(meds[1] * 1e3)
+            ratios.append(meds[0] / f_med)
+            ratios32.append(meds[1] / f_med)
         print(f"{name:6} {statistics.median(fia_ms):9.3f} {statistics.median(torch_ms):9.3f} "
-              f"{statistics.median(ratios):10.2f}  {'ok' if ok else 'FAIL':>6}  {entry['what']}", flush=True)
+              f"{statistics.median(ratios):10.2f} {statistics.median(torch32_ms):10.3f} {statistics.median(ratios32):10.2f}"
+              f"  {'-' if ok is None else 'ok' if ok else 'FAIL':>6}  {entry['what']}", flush=True)
 
 
 if __name__ == "__main__":
