@@ -41,7 +41,7 @@ HWY_INLINE float row_max(DF df, float* x, std::int64_t n) {
 /// exp(v - base) where base is finite, else 0 (a row or tile that sees nothing).
 HWY_INLINE VF exp_from(DF df, VF v, VF base) {
   const auto live = hn::Gt(base, hn::Set(df, kNegInf));
-  return hn::IfThenElseZero(live, hn::Exp(df, hn::Sub(v, hn::IfThenElseZero(live, base))));
+  return hn::IfThenElseZero(live, softmax_exp(df, hn::Sub(v, hn::IfThenElseZero(live, base))));
 }
 
 /// The grid tiles of rule.tile_cols keys (from logical column 0) met by columns [begin, end):
@@ -76,7 +76,7 @@ HWY_INLINE bool form_p_rows(DF df, const Problem& p, const WorkItem& it, ScoreVi
         norm = rs.norm[r];
       } else {  // self-contained: the row's own sum first
         map_row(df, row, cols, kNegInf, [&](VF v) {
-          const VF e = hn::Exp(df, hn::Sub(v, vm));
+          const VF e = softmax_exp(df, hn::Sub(v, vm));
           sum = hn::Add(sum, e);
           return v;
         });
@@ -86,7 +86,7 @@ HWY_INLINE bool form_p_rows(DF df, const Problem& p, const WorkItem& it, ScoreVi
       }
       const VF vn = hn::Set(df, norm);
       map_row(df, row, cols, kNegInf, [&](VF v) {
-        const VF e = hn::Exp(df, hn::Sub(v, vm));
+        const VF e = softmax_exp(df, hn::Sub(v, vm));
         sum = hn::Add(sum, e);
         return round_p(df, hn::Mul(e, vn), rule.round_to);
       });

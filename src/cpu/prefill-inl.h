@@ -257,7 +257,7 @@ void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it
       VF vl = hn::Load(df, l + r);
       for (std::int64_t c = 0; c < nc; ++c) {
         float* x = st + c * sv.col_stride + r;
-        const VF e = hn::Exp(df, hn::Sub(hn::Load(df, x), vm));
+        const VF e = softmax_exp(df, hn::Sub(hn::Load(df, x), vm));
         vl = hn::Add(vl, e);
         hn::Store(round_p(df, e, p.p_rule.round_to), df, x);
       }

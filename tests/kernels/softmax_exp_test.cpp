@@ -1,0 +1,83 @@
+// softmax_exp (cpu/p_rounding-inl.h) is hwy::contrib's Exp bit for bit on every compiled
+// instruction set: the AVX-512 version only reassembles the result differently (vscalefps).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/softmax_exp_test.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "cpu/item_common.hpp"
+
+#include "cpu/kv_formats-inl.h"
+#include "cpu/p_rounding-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+
+/// ours[i] = softmax_exp(x[i]), theirs[i] = hn::Exp(x[i]); n a multiple of the lane count.
+void ExpBothForTest(const float* x, float* ours, float* theirs, std::size_t n) {
+  const DF df;
+  for (std::size_t i = 0; i < n; i += hn::Lanes(df)) {
+    const VF v = hn::LoadU(df, x + i);
+    hn::StoreU(softmax_exp(df, v), df, ours + i);
+    hn::StoreU(hn::Exp(df, v), df, theirs + i);
+  }
+}
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <gtest/gtest.h>
+
+#include "cpu/isa.hpp"
+
+namespace fia::detail {
+HWY_EXPORT(ExpBothForTest);
+}  // namespace fia::detail
+
+namespace {
+
+/// Softmax arguments x = S - m <= 0: a dense sweep of [-110, 0] (past Exp's lower bound of -104
+/// and through the subnormal results below -87.3), every float near the boundaries, and the
+/// special values the kernels can meet (-inf for masked scores, NaN, -0).
+std::vector<float> arguments() {
+  std::vector<float> x;
+  for (int i = 0; i <= 1 << 20; ++i) x.push_back(-110.0f * static_cast<float>(i) / static_cast<float>(1 << 20));
+  for (const float edge : {-104.0f, -87.33654f, -103.97208f, -0.5f * 0.6931472f, -1e-30f, 0.0f}) {
+    float v = edge;
+    for (int k = 0; k < 64; ++k) v = std::nextafter(v, 0.0f);
+    for (int k = 0; k < 128; ++k, v = std::nextafter(v, -200.0f)) x.push_back(v);
+  }
+  x.insert(x.end(), {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), -0.0f,
+                     -std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::max()});
+  while (x.size() % 64 != 0) x.push_back(-1.0f);
+  return x;
+}
+
+TEST(SoftmaxExp, IsHighwaysExpBitForBitOnEveryIsa) {
+  const std::vector<float> x = arguments();
+  std::vector<float> ours(x.size()), theirs(x.size());
+  for (const std::string& isa : fia::detail::available_isas()) {
+    ASSERT_TRUE(fia::detail::force_isa(isa));
+    HWY_DYNAMIC_DISPATCH(fia::detail::ExpBothForTest)(x.data(), ours.data(), theirs.data(), x.size());
+    int shown = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      std::uint32_t a, b;
+      std::memcpy(&a, &ours[i], 4);
+      std::memcpy(&b, &theirs[i], 4);
+      if (a != b && shown++ < 5) ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << ours[i] << ", Exp gives " << theirs[i];
+    }
+    EXPECT_EQ(shown, 0) << isa << ": differing results";
+  }
+  fia::detail::force_isa("");
+}
+
+}  // namespace
+#endif  // HWY_ONCE
