@@ -26,13 +26,10 @@ Usage: pip install ggml-python
        python3 bench/compare_ggml.py [--fia build/fia] [--shapes bench/shapes.json]
                                      [--only D1,P1] [--threads 2] [--rounds 5] [--repeat 10]
 """
-import argparse
 import ctypes
-import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -130,57 +127,22 @@ class GgmlCall:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--fia", default="build/fia")
-    ap.add_argument("--shapes", default="bench/shapes.json")
-    ap.add_argument("--only", default="")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--repeat", type=int, default=10)
-    args = ap.parse_args()
-    with open(args.shapes) as f:
-        shapes = json.load(f)["shapes"]
-    only = [s for s in args.only.split(",") if s]
+    args = ct.parse_args(__doc__.split("\n")[0])
     print(f"fia vs ggml (ggml-python {getattr(ggml, '__version__', '?')}) flash attention, {args.threads} threads, "
           f"{args.rounds} interleaved rounds")
     print(f"{'shape':6} {'fia ms':>9} {'ggml ms':>9} {'ggml/fia':>9}  {'fia':>4} {'ggml in A':>9}  what")
     tmp = tempfile.mkdtemp(prefix="fia-vs-ggml-")
-    for entry in shapes:
+    for entry in ct.workloads(args):
         name = entry["name"]
-        if only and name not in only:
-            continue
         why = ct.torch_cannot(entry).replace("SDPA", "ggml")
+        if not why:
+            t, case, got = ct.run_fia_case(entry, tmp, args)
+            why = got if isinstance(got, str) else ""
         if why:
             print(f"{name:6} {'-':>9} {'-':>9} {'-':>9}  {'-':>4} {'-':>9}  {entry['what']} (skipped: {why})")
             continue
-        t = ct.make_inputs(entry, seed=7)
-        case = os.path.join(tmp, name)
-        os.makedirs(case, exist_ok=True)
-        with open(os.path.join(case, "params.json"), "w") as f:
-            json.dump(entry["params"], f)
-        ct.write_safetensors(os.path.join(case, "inputs.safetensors"), t)
-        res = subprocess.run([args.fia, "run", case, "--out", case + "/out", "--threads", str(args.threads)],
-                             capture_output=True, text=True)
-        if res.returncode != 0:
-            err = (res.stderr.strip().splitlines() or ["fia run failed"])[-1]
-            print(f"{name:6} {'-':>9} {'-':>9} {'-':>9}  {'-':>4} {'-':>9}  {entry['what']} (skipped: {err})")
-            continue
-        got = ct.read_safetensors(case + "/out/outputs.safetensors")["attention_out"]
-        call = ct.TorchCall(entry, t)  # the requests as (1, N, S, D) groups
-        bf16 = t["query"].dtype == torch.bfloat16
-        rounding = ct.p_rounding(entry, t["query"].dtype)
-        want = [ct.fia_semantics(q, k, v, call.scale, call.causal, None if rounding == "unmodelled" else rounding)
-                for q, k, v in call.groups]
-        if rounding == "unmodelled":
-            fia_ok = None
-        elif entry["params"].get("input_layout") == "TND":
-            pieces, start = [], 0
-            for (q, _, _), w in zip(call.groups, want):
-                pieces.append((got[start:start + q.shape[2]].float().permute(1, 0, 2)[None], w))
-                start += q.shape[2]
-            fia_ok = all(ct.criterion_a(g, w, bf16)[0] for g, w in pieces)
-        else:
-            fia_ok, _ = ct.criterion_a(ct.fia_output_as_bnsd(entry, got).float(), want[0], bf16)
+        call = ct.TorchCall(entry, t)  # the requests as (B, N, S, D) groups
+        fia_ok, want, bf16 = ct.check_fia(entry, t, got, call)
 
         kv_bytes = sum(x.numel() * 2 for g in call.groups for x in g[1:])  # F16 K/V in ggml
         decode = all(g[0].shape[2] <= 16 for g in call.groups)
@@ -190,12 +152,7 @@ def main():
         ggml_in_a = min(ct.criterion_a(o, w, bf16)[1] for o, w in zip(gcall.outputs(), want))
         ratios, fia_ms, ggml_ms = [], [], []
         for _ in range(args.rounds):
-            res = subprocess.run([args.fia, "bench", "--case", case, "--threads", str(args.threads), "--repeat",
-                                  str(args.repeat), "--json", case + "/bench.json"], capture_output=True, text=True)
-            if res.returncode != 0:
-                sys.exit(f"fia bench failed on {name}: {res.stderr}")
-            with open(case + "/bench.json") as f:
-                f_med = json.load(f)["results"][0]["median_s"]
+            f_med = ct.fia_bench_median(case, args)
             times = []
             for i in range(args.repeat + copies):
                 t0 = time.perf_counter()

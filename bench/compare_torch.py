@@ -226,58 +226,87 @@ def fia_output_as_bnsd(entry, out):
     return TorchCall.bnsd(out, layout, n)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_args(description):
+    """The command line both comparison scripts take."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--fia", default="build/fia")
     ap.add_argument("--shapes", default="bench/shapes.json")
     ap.add_argument("--only", default="")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=10)
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    return ap.parse_args()
+
+
+def workloads(args):
+    """The shapes file's workloads, those of --only."""
     with open(args.shapes) as f:
         shapes = json.load(f)["shapes"]
     only = [s for s in args.only.split(",") if s]
+    return [e for e in shapes if not only or e["name"] in only]
+
+
+def run_fia_case(entry, tmp, args):
+    """Writes the workload's seeded inputs as a case folder and runs `fia run` on it. Returns
+    (inputs, case folder, fia's attention_out), or (inputs, case, error line) when fia rejects it."""
+    t = make_inputs(entry, seed=7)
+    case = os.path.join(tmp, entry["name"])
+    os.makedirs(case, exist_ok=True)
+    with open(os.path.join(case, "params.json"), "w") as f:
+        json.dump(entry["params"], f)
+    write_safetensors(os.path.join(case, "inputs.safetensors"), t)
+    res = subprocess.run([args.fia, "run", case, "--out", case + "/out", "--threads", str(args.threads)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:  # rejected by fia (e.g. not supported yet): listed, not compared
+        return t, case, (res.stderr.strip().splitlines() or ["fia run failed"])[-1]
+    return t, case, read_safetensors(case + "/out/outputs.safetensors")["attention_out"]
+
+
+def check_fia(entry, t, got, call):
+    """fia's output against FIA semantics in float64: (criterion A passed, or None when the
+    semantics are not modelled here; the exact outputs per group of `call`; bf16)."""
+    bf16 = t["query"].dtype == torch.bfloat16
+    rounding = p_rounding(entry, t["query"].dtype)
+    want = [fia_semantics(q, k, v, call.scale, call.causal, None if rounding == "unmodelled" else rounding)
+            for q, k, v in call.groups]
+    if rounding == "unmodelled":
+        return None, want, bf16
+    if entry["params"].get("input_layout") == "TND":
+        pieces, start = [], 0
+        for (q, _, _), w in zip(call.groups, want):
+            pieces.append((got[start:start + q.shape[2]].float().permute(1, 0, 2)[None], w))
+            start += q.shape[2]
+        return all(criterion_a(g, w, bf16)[0] for g, w in pieces), want, bf16
+    return criterion_a(fia_output_as_bnsd(entry, got).float(), want[0], bf16)[0], want, bf16
+
+
+def fia_bench_median(case, args):
+    """Seconds of fia's median call on the case folder (`fia bench --case`)."""
+    res = subprocess.run([args.fia, "bench", "--case", case, "--threads", str(args.threads), "--repeat",
+                          str(args.repeat), "--json", case + "/bench.json"], capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.exit(f"fia bench failed on {case}: {res.stderr}")
+    with open(case + "/bench.json") as f:
+        return json.load(f)["results"][0]["median_s"]
+
+
+def main():
+    args = parse_args(__doc__.split("\n")[0])
+    torch.set_num_threads(args.threads)
     print(f"fia vs torch {torch.__version__} SDPA, {args.threads} threads, {args.rounds} interleaved rounds")
     print(f"{'shape':6} {'fia ms':>9} {'torch ms':>9} {'torch/fia':>10} {'fp32 ms':>10} {'fp32/fia':>10}  {'check':>6}  what")
     tmp = tempfile.mkdtemp(prefix="fia-vs-torch-")
-    for entry in shapes:
+    for entry in workloads(args):
         name = entry["name"]
-        if only and name not in only:
-            continue
         why = torch_cannot(entry)
+        if not why:
+            t, case, got = run_fia_case(entry, tmp, args)
+            why = got if isinstance(got, str) else ""
         if why:
             print(f"{name:6} {'-':>9} {'-':>9} {'-':>10} {'-':>10} {'-':>10}  {'-':>6}  {entry['what']} (skipped: {why})")
             continue
-        t = make_inputs(entry, seed=7)
-        case = os.path.join(tmp, name)
-        os.makedirs(case, exist_ok=True)
-        with open(os.path.join(case, "params.json"), "w") as f:
-            json.dump(entry["params"], f)
-        write_safetensors(os.path.join(case, "inputs.safetensors"), t)
-        res = subprocess.run([args.fia, "run", case, "--out", case + "/out", "--threads", str(args.threads)],
-                             capture_output=True, text=True)
-        if res.returncode != 0:  # rejected by fia (e.g. not supported yet): listed, not compared
-            err = (res.stderr.strip().splitlines() or ["fia run failed"])[-1]
-            print(f"{name:6} {'-':>9} {'-':>9} {'-':>10} {'-':>10} {'-':>10}  {'-':>6}  {entry['what']} (skipped: {err})")
-            continue
-        got = read_safetensors(case + "/out/outputs.safetensors")["attention_out"]
         call = TorchCall(entry, t)
-        bf16 = t["query"].dtype == torch.bfloat16
-        rounding = p_rounding(entry, t["query"].dtype)
-        want = [fia_semantics(q, k, v, call.scale, call.causal, None if rounding == "unmodelled" else rounding)
-                for q, k, v in call.groups]
-        if rounding == "unmodelled":
-            ok = None
-        elif entry["params"].get("input_layout") == "TND":
-            pieces, start = [], 0
-            for (q, _, _), w in zip(call.groups, want):
-                pieces.append((got[start:start + q.shape[2]].float().permute(1, 0, 2)[None], w))
-                start += q.shape[2]
-            ok = all(criterion_a(g, w, bf16)[0] for g, w in pieces)
-        else:
-            ok, _ = criterion_a(fia_output_as_bnsd(entry, got).float(), want[0], bf16)
+        ok, _, _ = check_fia(entry, t, got, call)
 
         # Torch decode inputs rotate through copies beyond the last-level cache, as fia bench does.
         kv_bytes = sum(x.numel() * x.element_size() for g in call.groups for x in g[1:])
@@ -289,12 +318,7 @@ def main():
         copies32 = [[(q.float(), k.float(), v.float()) for q, k, v in c] for c in copies]
         ratios, ratios32, fia_ms, torch_ms, torch32_ms = [], [], [], [], []
         for _ in range(args.rounds):
-            res = subprocess.run([args.fia, "bench", "--case", case, "--threads", str(args.threads), "--repeat",
-                                  str(args.repeat), "--json", case + "/bench.json"], capture_output=True, text=True)
-            if res.returncode != 0:
-                sys.exit(f"fia bench failed on {name}: {res.stderr}")
-            with open(case + "/bench.json") as f:
-                f_med = json.load(f)["results"][0]["median_s"]
+            f_med = fia_bench_median(case, args)
             meds = []
             for inputs in (copies, copies32):  # the inputs' dtype, then float32
                 times = []
