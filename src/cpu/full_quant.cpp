@@ -28,6 +28,7 @@
 
 #include "cpu/registers-inl.h"
 #include "cpu/f16_rounding-inl.h"
+#include "cpu/softmax_exp-inl.h"
 #include "cpu/full_quant_products-inl.h"
 #include "cpu/full_quant_tiles-inl.h"
 
@@ -163,7 +164,7 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
     for (std::int64_t c = 0; c < nc; c += G) {
       VI group = hn::Zero(di);  // (no array of vectors: SVE vectors are sizeless)
       for (int k = 0; k < G && c + k < nc; ++k) {
-        const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
+        const VF e = softmax_exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
         sum = hn::Add(sum, e);
         const VF y = hn::Round(clamp_f16(df, hn::Mul(round_f16<false>(df, e), q1)));
         const VI x = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));

@@ -9,6 +9,7 @@
 #endif
 
 #include "cpu/f16_rounding-inl.h"
+#include "cpu/softmax_exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
@@ -23,30 +24,6 @@ HWY_INLINE VF round_bf16(DF df, VF e) {
   const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
   u = hn::And(hn::Add(u, hn::Add(hn::Set(du, 0x7FFFu), lsb)), hn::Set(du, 0xFFFF0000u));
   return hn::BitCast(df, u);
-}
-
-/// e^x for the softmax exponentials: hwy::contrib's Exp (documented maximum error 1 ulp on f32, 0
-/// below -104 and for NaN), bit for bit. On AVX-512 the result 2^q * poly(r) is put together by
-/// one vscalefps (exact scaling, rounded once like Exp's two multiplications) and the range test
-/// by a zeroing mask: 16 instructions instead of 27, in the loop that dominates short-head-dim
-/// prefill.
-HWY_INLINE VF softmax_exp(DF df, VF x) {
-#if HWY_TARGET == HWY_AVX3
-  const VF half = hn::Or(hn::Set(df, 0.5f), hn::And(x, hn::Set(df, -0.0f)));
-  const VF q = hn::Trunc(hn::MulAdd(x, hn::Set(df, 1.442695040888963407359924681f), half));
-  VF r = hn::MulAdd(q, hn::Set(df, -0.693145751953125f), x);  // Exp's ExpReduce
-  r = hn::MulAdd(q, hn::Set(df, -1.428606765330187045e-6f), r);
-  const VF r2 = hn::Mul(r, r), r4 = hn::Mul(r2, r2);  // Exp's ExpPoly: Estrin, degree 5
-  const VF c0 = hn::Set(df, +0.5f), c1 = hn::Set(df, +0.166666671633720397949219f);
-  const VF c2 = hn::Set(df, +0.0416664853692054748535156f), c3 = hn::Set(df, +0.00833336077630519866943359f);
-  const VF c4 = hn::Set(df, +0.00139304355252534151077271f), c5 = hn::Set(df, +0.000198527617612853646278381f);
-  const VF poly = hn::MulAdd(r4, hn::MulAdd(c5, r, c4), hn::MulAdd(r2, hn::MulAdd(c3, r, c2), hn::MulAdd(c1, r, c0)));
-  const VF y = hn::Add(hn::MulAdd(poly, r2, r), hn::Set(df, 1.0f));
-  const __mmask16 in_range = _mm512_cmp_ps_mask(x.raw, _mm512_set1_ps(-104.0f), _CMP_GE_OQ);
-  return VF{_mm512_maskz_scalef_ps(in_range, y.raw, q.raw)};
-#else
-  return hn::Exp(df, x);
-#endif
 }
 
 HWY_INLINE VF round_p(DF df, VF e, DType t) {

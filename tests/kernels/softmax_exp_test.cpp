@@ -1,4 +1,4 @@
-// softmax_exp (cpu/p_rounding-inl.h) is hwy::contrib's Exp bit for bit on every compiled
+// softmax_exp (cpu/softmax_exp-inl.h) is hwy::contrib's Exp bit for bit on every compiled
 // instruction set: the AVX-512 version only reassembles the result differently (vscalefps).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/softmax_exp_test.cpp"
@@ -12,19 +12,16 @@
 #include <limits>
 #include <vector>
 
-#include "cpu/item_common.hpp"
-
-#include "cpu/kv_formats-inl.h"
-#include "cpu/p_rounding-inl.h"
+#include "cpu/softmax_exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 
 /// ours[i] = softmax_exp(x[i]), theirs[i] = hn::Exp(x[i]); n a multiple of the lane count.
 void ExpBothForTest(const float* x, float* ours, float* theirs, std::size_t n) {
-  const DF df;
+  const hn::ScalableTag<float> df;
   for (std::size_t i = 0; i < n; i += hn::Lanes(df)) {
-    const VF v = hn::LoadU(df, x + i);
+    const auto v = hn::LoadU(df, x + i);
     hn::StoreU(softmax_exp(df, v), df, ours + i);
     hn::StoreU(hn::Exp(df, v), df, theirs + i);
   }
