@@ -6,13 +6,12 @@ class StatusError(Exception):
 
 class Call:
     """A validated FIA call (fia::Plan) with the arrays it reads."""
-    def run(self) -> Tuple[Any, Any]:
-        """(attention_out, softmax_lse) as new numpy arrays; bfloat16 as (uint16 array, "BF16")."""
     def time_cpp_calls(self, repeats: int) -> float: ...
 
 def plan(entry_point: str, tensors: Dict[str, Any], attrs: Dict[str, Any], backend: str, strict: bool,
          threads: int, post_quant_rounding: str) -> Call: ...
 def call(entry_point: str, tensors: Dict[str, Any], attrs: Dict[str, Any], backend: str, strict: bool,
-         threads: int, post_quant_rounding: str) -> Tuple[Any, Any]: ...
+         threads: int, post_quant_rounding: str) -> Tuple[Any, Any]:
+    """(attention_out, softmax_lse) as new numpy arrays; bfloat16 as (uint16 array, "BF16")."""
 def merge_attention_states(out_a: Any, lse_a: Any, out_b: Any, lse_b: Any, input_layout: str, out: Any,
                            lse: Any) -> None: ...

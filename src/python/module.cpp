@@ -375,8 +375,6 @@ NB_MODULE(_C, m) {
   m.attr("StatusError") = g_status_error;
 
   nb::class_<Call>(m, "Call", "A validated FIA call (fia::Plan) with the arrays it reads")
-      .def("run", &Call::run,
-           "Computes the call into new numpy arrays (attention_out, softmax_lse); releases the GIL.")
       .def("time_cpp_calls", &Call::time_cpp_calls, nb::arg("repeats"),
            "Seconds for `repeats` calls of fia::fused_infer_attention_score on the same arguments.");
 
