@@ -114,6 +114,22 @@ struct Options {
   int threads = 0;
   /// The post-quantization formula (FIA-SPEC 14.1); only used when quant_scale2 is given.
   PostQuantRounding post_quant_rounding = PostQuantRounding::kDevice;
+
+  // --- partial attention: fia extensions, not FIA arguments ------------------------------
+  // For attention over part of the keys, merged with the other parts by their LSEs (FIA-SPEC 17;
+  // ring attention, fia.distributed, docs/distributed.md). Merging parts computed this way gives
+  // the single call's result up to float32 rounding, P rounding included (25.3).
+
+  /// attention_out in float32 whatever the query dtype (not with quant_scale2): the partial
+  /// result before its rounding to 16 bits. P is still rounded as the call's path rounds it.
+  bool float32_out = false;
+  /// Absent, or F32 of softmax_lse's shape (FIA-SPEC 17; requires softmax_lse_flag): per query
+  /// row a value m0, -inf or finite. A row that sees any key takes E = exp(S - m) against
+  /// m = max(own row max, m0) instead of its own max, so parts given the whole row's max round E
+  /// (25.3) as the single call does; l, the output and the LSE follow from that m. Only on paths
+  /// that round E itself (not IncreFlashAttention, not the fp16 tiles of inner_precise 1 on token
+  /// layouts, not full quant). Read at run() like the FiaArgs tensors.
+  TensorView softmax_max;
 };
 
 }  // namespace fia

@@ -15,6 +15,7 @@
 #include "reference/reference.hpp"
 #include "validate/build_problem.hpp"
 #include "validate/context.hpp"
+#include "validate/partial.hpp"
 
 namespace fia {
 
@@ -211,6 +212,9 @@ static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_p
   st = detail::build_problem(args, options.strict, &state->problem);
   if (!st.ok()) return st;
   state->problem.post_quant.rounding = options.post_quant_rounding;
+  state->options = options;
+  st = detail::apply_partial_options(options, &state->problem);
+  if (!st.ok()) return st;
   state->threads = options.threads > 0 ? options.threads : detail::default_threads();
   if (state->backend == Backend::kCpu) state->cpu = detail::make_cpu_plan(state->problem, state->threads);
   *out_plan = detail::PlanAccess::make(std::move(state));
@@ -265,6 +269,9 @@ static Status run_args_impl(const Plan& plan, const FiaArgs& args, MutableTensor
   if (!plan.valid()) return {StatusCode::kInvalidArgument, "plan", "plan() has not succeeded on this plan"};
   auto state = std::make_shared<PlanState>(plan.state());
   Status st = detail::build_problem(args, state->strict, &state->problem);
+  if (!st.ok()) return st;
+  state->problem.post_quant.rounding = state->options.post_quant_rounding;
+  st = detail::apply_partial_options(state->options, &state->problem);
   if (!st.ok()) return st;
   const std::string differs = schedule_difference(plan.state().problem, state->problem);
   if (!differs.empty())

@@ -15,6 +15,7 @@ struct PlanState {
   bool strict = false;              ///< how problem was validated
   Backend backend = Backend::kCpu;  ///< resolved (never kDefault)
   int threads = 1;                  ///< workers of the cpu backend
+  Options options;                  ///< as plan() took them (run(plan, args) applies them again)
   CpuPlan cpu;
 };
 

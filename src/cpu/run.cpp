@@ -113,6 +113,15 @@ void include_sink(const Problem& p, const WorkItem& it, float* m) {
     if (m[r] != -std::numeric_limits<float>::infinity()) m[r] = std::max(m[r], sink_of(p, it, r));
 }
 
+/// fia::Options::softmax_max: m[r] = max(m[r], the row's given value) on rows that see something,
+/// before phase B forms P against m (phase C then uses the same m).
+void apply_softmax_max(const Problem& p, const WorkItem& it, float* m) {
+  if (p.softmax_max_rows.base == nullptr) return;
+  for (std::int64_t r = 0; r < packed_rows(it); ++r)
+    if (m[r] != -std::numeric_limits<float>::infinity())
+      m[r] = std::max(m[r], p.softmax_max_floor(it.b, it.query_head(p.group, r), it.query_row(r)));
+}
+
 /// Phase B's row stats of an item or chunk (FIA-SPEC 25.3), in the worker's scratch; s.m holds the
 /// row max over the whole row. A chunk of a split group reads the partials `st` of its group's
 /// `chunks` chunks.
@@ -192,6 +201,7 @@ void each_chunk_after_phase_a(const Problem& p, const CpuPlan& plan, const Slots
     const ScoreView sv = chunk_scores(g, st, ch, s);
     if (!g.stored) item_scores(p, plan, ch, s.tiles, sv, s.spare_max);
     group_max(st, g.chunks, s.m);
+    apply_softmax_max(p, ch, s.m);
     fn(ch, g, st, sv, s);
   });
 }
@@ -217,6 +227,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
       const WorkItem& it = plan.items[w];
       const ScoreView sv = score_view(it, s.scores, it.col_end - it.col_begin);
       item_scores(p, plan, it, s.tiles, sv, s.m);
+      apply_softmax_max(p, it, s.m);
       item_accumulate(p, plan, it, s.tiles, sv, row_stats(p, it, s), s.l, s.acc);
       item_finalize(p, it, s.m, s.l, s.acc, dst);
     });
@@ -246,6 +257,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
         const SplitGroup& g = plan.splits[gi];
         const GroupStore st = store_of(p, g, wave);
         group_max(st, g.chunks, s.m);
+        apply_softmax_max(p, g.item, s.m);
         include_sink(p, g.item, s.m);
         std::fill(s.l, s.l + st.R, 0.0f);
         std::fill(s.acc, s.acc + st.R * vd, 0.0f);

@@ -206,6 +206,13 @@ struct Problem {
   bool has_sink = false;
   std::vector<float> sink;  ///< per query head
 
+  /// fia::Options::softmax_max (partial attention): row i of (b, n) takes E against
+  /// max(own row max, softmax_max[softmax_max_rows.offset(b, n, i)]). Null base: absent.
+  RowIndex softmax_max_rows;
+  float softmax_max_floor(std::int64_t b, std::int64_t n, std::int64_t i) const {
+    return static_cast<const float*>(softmax_max_rows.base)[softmax_max_rows.offset(b, n, i)];
+  }
+
   /// FIA-SPEC 14: the output quantized to int8 (out_dtype I8). scale/offset hold one value
   /// (per-tensor) or Q_N * V_D values, element (n, d) at n * V_D + d (per-channel); offset is
   /// empty without quant_offset2. Rows that are computed, fully masked ones included (quantize(0)),

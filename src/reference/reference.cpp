@@ -159,7 +159,9 @@ bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_
   double m = -std::numeric_limits<double>::infinity();
   for (std::int64_t j = 0; j < L; ++j)
     if (allowed[j]) m = std::max(m, s[j]);
+  if (p.softmax_max_rows.base != nullptr) m = std::max(m, static_cast<double>(p.softmax_max_floor(b, n, i)));
   const RowWeights w = row_weights(p, n, s, allowed, m);
+  if (!std::isfinite(w.norm)) return false;  // every E underflowed against a given softmax_max: seen as empty
   std::vector<double> acc(p.v_dim, 0.0);
   for (std::int64_t j = 0; j < L; ++j) {
     if (!allowed[j]) continue;

@@ -5,6 +5,7 @@
 #include "api/plan_state.hpp"
 #include "support/call_builder.hpp"
 #include "validate/build_problem.hpp"
+#include "validate/partial.hpp"
 
 namespace fia::test {
 
@@ -23,10 +24,12 @@ Status reference_exact(const FiaArgs& args, detail::ReferenceResult* out) {
   return st;
 }
 
-Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, int threads, detail::CpuPlan* used) {
+Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, int threads, detail::CpuPlan* used,
+                        const Options& options) {
   auto state = std::make_shared<detail::PlanState>();
   Outputs o;
-  const Status built = detail::build_problem(args, false, &state->problem);
+  Status built = detail::build_problem(args, false, &state->problem);
+  if (built.ok()) built = detail::apply_partial_options(options, &state->problem);
   EXPECT_TRUE(built.ok()) << built.to_string();
   if (!built.ok()) return o;
   state->backend = Backend::kCpu;

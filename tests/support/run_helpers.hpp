@@ -17,9 +17,9 @@ Status reference_exact(const FiaArgs& args, detail::ReferenceResult* out);
 
 /// Runs `args` on the cpu backend with a schedule built from `limits` for `threads` workers (tests
 /// force chunk sizes, budgets, or multithreading of small calls this way); the plan used goes to
-/// `used` when given.
+/// `used` when given. Of `options`, only the partial-attention extensions apply.
 Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, int threads,
-                        detail::CpuPlan* used = nullptr);
+                        detail::CpuPlan* used = nullptr, const Options& options = {});
 
 /// Only validates: the status fia::plan returns (default mode unless `strict`).
 Status plan_status(const FiaArgs& args, bool strict = false);
