@@ -5,9 +5,11 @@ torchrun, zig-zag (or contiguous) sharding, Llama-like heads (docs/distributed.m
     torchrun --nproc-per-node 2 bench/distributed_prefill.py --seq 32768 --threads 1
 
 Each rank generates its own shard (no whole-sequence tensors) and reports: the ring_attention time,
-its peak resident memory (ru_maxrss) and that memory over the process's size before the inputs
-were made; the compute rate of one ring step (a fia call on a 2048-query x 4096-key block without
-mask in float32, as ring_attention runs it: query-key pairs x query heads per second); and, with
+with p_rounding "whole_row" (the default, with its row-max pass) and then "per_step" (without), its
+peak resident memory (ru_maxrss, reached in the first) and that memory over the process's size
+before the inputs were made; the compute rate of one ring step (a fia call on a 2048-query x
+4096-key fp16 block without mask and with float32 output, as ring_attention runs it: query-key
+pairs x query heads per second); and, with
 2 or more ranks, the gloo bandwidth of the ring exchange of one key/value shard (isend to rank
 r+1, irecv from rank r-1, as ring_attention does). Rank 0
 prints one JSON line.
@@ -20,8 +22,7 @@ import time
 import torch
 import torch.distributed as dist
 
-import fia
-from fia.distributed import ring_attention, shard_lengths
+from fia.distributed import _step, ring_attention, shard_lengths
 
 
 def rss_mib() -> float:
@@ -62,28 +63,34 @@ def main() -> None:
     v = torch.randn(1, args.kv_heads, local, args.dim, generator=g).half()
     kw = dict(num_heads=args.heads, num_key_value_heads=args.kv_heads, scale=args.dim ** -0.5, threads=args.threads)
 
-    dist.barrier()
-    start = time.perf_counter()
-    ring_attention(q, k, v, causal=True, sharding=args.sharding, input_layout="BNSD", **kw)
-    ring_s = time.perf_counter() - start
-    peak = rss_mib()
+    ring_s = {}
+    for p_rounding in ("whole_row", "per_step"):
+        dist.barrier()
+        start = time.perf_counter()
+        ring_attention(q, k, v, causal=True, sharding=args.sharding, input_layout="BNSD", p_rounding=p_rounding, **kw)
+        ring_s[p_rounding] = time.perf_counter() - start
+        if p_rounding == "whole_row":
+            peak = rss_mib()
 
-    qs, ks = (torch.randn(1, n, rows, args.dim, generator=g) for n, rows in ((args.heads, 2048), (args.kv_heads, 4096)))
+    qs, ks = (torch.randn(1, n, rows, args.dim, generator=g).half()
+              for n, rows in ((args.heads, 2048), (args.kv_heads, 4096)))
     start = time.perf_counter()
-    fia.npu_fused_infer_attention_score(qs, ks, ks, input_layout="BNSD", softmax_lse_flag=True, **kw)
+    _step(qs, ks, ks, dict(kw, input_layout="BNSD"), True, None)
     pairs_per_s = 2048 * 4096 * args.heads / (time.perf_counter() - start)
     bandwidth = exchange_bandwidth(k, v, rank, world, 3) if world > 1 else None
 
-    report = torch.tensor([ring_s, peak, peak - base, pairs_per_s, bandwidth or 0.0], dtype=torch.float64)
+    report = torch.tensor([ring_s["whole_row"], ring_s["per_step"], peak, peak - base, pairs_per_s, bandwidth or 0.0],
+                          dtype=torch.float64)
     every = [torch.empty_like(report) for _ in range(world)]
     dist.all_gather(every, report)
     if rank == 0:
         print(json.dumps({
             "ranks": world, "seq": args.seq, "sharding": args.sharding, "heads": args.heads, "kv_heads": args.kv_heads, "dim": args.dim,
             "threads_per_rank": args.threads, "kv_shard_bytes": k.numel() * 2 * 2,
-            "per_rank": [{"ring_s": round(r[0].item(), 3), "peak_rss_mib": round(r[1].item()),
-                          "rss_growth_mib": round(r[2].item()), "step_pairs_per_s": r[3].item(),
-                          "exchange_bytes_per_s": r[4].item() or None} for r in every]}))
+            "per_rank": [{"ring_s_whole_row": round(r[0].item(), 3), "ring_s_per_step": round(r[1].item(), 3),
+                          "peak_rss_mib": round(r[2].item()), "rss_growth_mib": round(r[3].item()),
+                          "step_pairs_per_s": r[4].item(), "exchange_bytes_per_s": r[5].item() or None}
+                         for r in every]}))
     dist.destroy_process_group()
 
 

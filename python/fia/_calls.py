@@ -136,15 +136,21 @@ def to_fia(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, An
 
 
 def execute(function: str, query: Any, key: Any, value: Any, kwargs: Dict[str, Any], backend: str = "default",
-            strict: bool = False, threads: int = 0, post_quant_rounding: str = "device") -> Tuple[Any, Any]:
-    """Checks, plans and runs one call; returns (attention_out, softmax_lse) in the query's framework."""
+            strict: bool = False, threads: int = 0, post_quant_rounding: str = "device", float32_out: bool = False,
+            softmax_max: Any = None) -> Tuple[Any, Any]:
+    """Checks, plans and runs one call; returns (attention_out, softmax_lse) in the query's framework.
+    float32_out and softmax_max (float32, softmax_lse's shape) are fia::Options' partial-attention
+    extensions, for fia.distributed (docs/distributed.md)."""
     if (type(backend) is not str or type(strict) is not bool or type(threads) is not int
             or type(post_quant_rounding) is not str):
         backend, strict, threads, post_quant_rounding = normalize_extras(
             backend, strict, threads, post_quant_rounding).values()
     tensors, attrs = to_fia(function, query, key, value, kwargs)
+    if softmax_max is not None:
+        softmax_max = _arrays.as_input(softmax_max, "softmax_max")
     try:
-        out, lse = _C.call(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads, post_quant_rounding)
+        out, lse = _C.call(ENTRY_POINTS[function], tensors, attrs, backend, strict, threads, post_quant_rounding,
+                           float32_out, softmax_max)
     except _C.StatusError as err:
         raise_as_called(function, err)
     return _arrays.outputs(query, out, lse)

@@ -21,13 +21,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.distributed as dist
 
+from . import _calls
+from ._ring import decode_row_max, exchange, resized, ring_row_max
 from .functions import npu_fused_infer_attention_score
 from .merge import merge_attention_states
 
 SHARDINGS = ("zigzag", "contiguous")
+P_ROUNDINGS = ("whole_row", "per_step")
 LAYOUTS = {"BNSD": 2, "BSND": 1, "BSH": 1}   # input layout -> sequence axis (LSE: always axis 2)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 PASSED_ON = ("num_heads", "num_key_value_heads", "scale", "inner_precise", "backend", "strict", "threads")
+EXTRAS = ("backend", "strict", "threads")   # fia's keyword-only extras among them
 FIA_PARAMETERS = frozenset(inspect.signature(npu_fused_infer_attention_score).parameters)
 _causal_tile: Optional[torch.Tensor] = None
 
@@ -116,8 +120,8 @@ def unshard_sequence(shards: Sequence[torch.Tensor], *, input_layout: str = "BNS
 def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, group: Any = None,
                    causal: bool = True, sharding: str = "zigzag", input_layout: str = "BNSD",
                    actual_seq_lengths: Optional[Sequence[int]] = None,
-                   partial_dtype: Optional[torch.dtype] = torch.float32, **fia_kwargs: Any
-                   ) -> Tuple[torch.Tensor, torch.Tensor]:
+                   partial_dtype: Optional[torch.dtype] = torch.float32, p_rounding: str = "whole_row",
+                   **fia_kwargs: Any) -> Tuple[torch.Tensor, torch.Tensor]:
     """Ring attention (context parallelism) for prefill: self-attention of a sequence sharded
     over the ranks of ``group``, each rank holding the query, key and value of the same tokens.
 
@@ -137,12 +141,16 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
       ``inner_precise``, ``backend``, ``strict``, ``threads``, as in
       :func:`fia.npu_fused_infer_attention_score`. Masks, pse and the other FIA inputs are not
       defined over shards here and raise ValueError.
-    - partial_dtype: the dtype of the per-step fia calls and of the running merge (query, key and
-      value are converted per step). float32 (the default): 16-bit results within criterion A of
-      the exact attention, and of the single fia call up to its own rounding of P to 16 bits with
-      the whole row's max, which no split can reproduce; None computes in the input dtype (no
-      conversions, but every partial is rounded to 16 bits before the merge). docs/distributed.md,
-      "Accuracy".
+    - partial_dtype: float32 (the default): every step's output stays float32 (fia's
+      ``float32_out``) and the running merge is float32, rounded once at the end; None: each step's
+      output is rounded to the input dtype before its merge.
+    - p_rounding: how a 16-bit call's P is rounded (FIA-SPEC 25.1 #4, 25.3). "whole_row" (the
+      default): against the row max over the whole sequence, as the single fia call rounds it; a
+      first pass sends the key shards around the ring once more and takes each query row's max
+      score (float32 matmuls in torch), which every step gets as fia's ``softmax_max``, so that
+      the result equals the single call within criterion A. "per_step": against each step's own
+      max (no extra pass; as close to the exact attention, but not rounded as the single call).
+      float32 inputs have no P rounding and skip the pass. docs/distributed.md, "Accuracy".
 
     Every step is fia calls with ``softmax_lse_flag=True``; the key/value shard of the next step
     is sent to rank r+1 and received from rank r-1 (isend/irecv) while fia computes. The partials
@@ -153,7 +161,8 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
 
     Errors: TypeError (tensors that are not CPU float tensors of one dtype, a causal that is not a
     bool, an unknown keyword), ValueError naming the parameter (query/key/value shapes and shard
-    lengths, input_layout, sharding, group, partial_dtype, an FIA argument not supported here).
+    lengths, input_layout, sharding, group, partial_dtype, p_rounding, an FIA argument not
+    supported here).
     """
     axis = _seq_axis(input_layout)
     _check_sharding(sharding)
@@ -161,7 +170,8 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
         raise TypeError(f"causal: expected a bool, got {type(causal).__name__}")
     _check_tensors(query=query, key=key, value=value)
     kwargs = _fia_kwargs("ring_attention", fia_kwargs)
-    dtype = _partial_dtype(partial_dtype, query.dtype)
+    float32_out = _float32_out(partial_dtype, query.dtype)
+    whole_row = _whole_row(p_rounding, query.dtype)
     local = query.shape[axis]
     if key.shape[axis] != local or value.shape[axis] != local:
         raise ValueError(f"key: this rank's key/value shards hold {key.shape[axis]}/{value.shape[axis]} tokens, "
@@ -179,15 +189,8 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
         first = chunk_lengths(sum(lengths), 2 * world)[:world]
     valid = _valid_lengths(actual_seq_lengths, query.shape[0], lengths, sharding)
 
-    q = query.to(dtype)
-    out = lse = None
-    k_cur, v_cur = key.contiguous(), value.contiguous()
-    for step in range(world):
-        src = (rank - step) % world
-        pending, k_next, v_next = [], None, None
-        if step < world - 1:
-            k_next, v_next = (_resized(t, axis, lengths[(src - 1) % world]) for t in (k_cur, v_cur))
-            pending = _exchange((k_cur, v_cur), (k_next, v_next), rank, world, group)
+    def calls(src: int):
+        """(first query row, query rows, key tokens, fia keywords) of each fia call on the shard of src."""
         for q_start, q_len, kv_len, diagonal in _ring_blocks(rank, src, lengths, first, causal):
             kw = dict(kwargs, sparse_mode=3, atten_mask=_compressed_causal_mask()) if diagonal else dict(kwargs)
             if valid is not None:
@@ -196,9 +199,24 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
                 kw["actual_seq_lengths"] = [min(max(n - q_start, 0), q_len) for n in valid[rank]]
                 kw["actual_seq_lengths_kv"] = [min(n, kv_len) if m else 0
                                                for n, m in zip(valid[src], kw["actual_seq_lengths"])]
-            part, part_lse = npu_fused_infer_attention_score(
-                q.narrow(axis, q_start, q_len), k_cur.narrow(axis, 0, kv_len).to(dtype),
-                v_cur.narrow(axis, 0, kv_len).to(dtype), input_layout=input_layout, softmax_lse_flag=True, **kw)
+            yield q_start, q_len, kv_len, kw
+
+    row_max = None
+    if whole_row:
+        row_max = ring_row_max(query, key, kwargs, input_layout, calls, rank, world, lengths, group)
+    out = lse = None
+    k_cur, v_cur = key.contiguous(), value.contiguous()
+    for step in range(world):
+        src = (rank - step) % world
+        pending, k_next, v_next = [], None, None
+        if step < world - 1:
+            k_next, v_next = (resized(t, axis, lengths[(src - 1) % world]) for t in (k_cur, v_cur))
+            pending = exchange((k_cur, v_cur), (k_next, v_next), rank, world, group)
+        for q_start, q_len, kv_len, kw in calls(src):
+            floor = None if row_max is None else row_max[:, :, q_start:q_start + q_len, None].contiguous()
+            part, part_lse = _step(query.narrow(axis, q_start, q_len), k_cur.narrow(axis, 0, kv_len),
+                                   v_cur.narrow(axis, 0, kv_len), dict(kw, input_layout=input_layout), float32_out,
+                                   floor)
             if out is None:
                 out, lse = part, part_lse
             elif q_len == local:
@@ -217,8 +235,8 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
 def sharded_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, group: Any = None,
                    input_layout: str = "BSH", block_table: Optional[torch.Tensor] = None, block_size: int = 0,
                    actual_seq_lengths_kv: Optional[Sequence[int]] = None,
-                   partial_dtype: Optional[torch.dtype] = torch.float32, **fia_kwargs: Any
-                   ) -> Tuple[torch.Tensor, torch.Tensor]:
+                   partial_dtype: Optional[torch.dtype] = torch.float32, p_rounding: str = "whole_row",
+                   **fia_kwargs: Any) -> Tuple[torch.Tensor, torch.Tensor]:
     """Decode (one new token per request) over a KV cache sharded across the ranks of ``group``:
     each rank holds a disjoint part of every request's cached tokens; the result is the attention
     over the union (the order of tokens among ranks does not matter without masks).
@@ -230,8 +248,9 @@ def sharded_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
       token of a request contributes nothing) or without (all S_kv tokens); or paged, (blocks,
       block_size, N_kv*D) / (blocks, N_kv, block_size, D) with ``block_table`` (B, max_blocks)
       int32, ``block_size`` and ``actual_seq_lengths_kv`` (required), FIA-SPEC 9.
-    - fia_kwargs and partial_dtype: as in :func:`ring_attention` (float32 converts this rank's
-      whole key/value per call).
+    - fia_kwargs, partial_dtype and p_rounding: as in :func:`ring_attention`; "whole_row" takes
+      each rank's max score per query row (a float32 matmul over its keys) and one all-reduce of
+      the B x N maxima before the fia call.
 
     One fia call per rank with ``softmax_lse_flag=True``, one all-gather of the float32
     (out, lse), then the merge in rank order 0..W-1 on every rank. Returns (out, lse), the same on
@@ -240,8 +259,8 @@ def sharded_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
     Collective: every rank of the group must call it.
 
     Errors: TypeError (tensor types and dtypes, an unknown keyword), ValueError naming the
-    parameter (query with more than one token, input_layout, group, partial_dtype, an FIA
-    argument not supported here); fia's own errors for the cache arguments.
+    parameter (query with more than one token, input_layout, group, partial_dtype, p_rounding, an
+    FIA argument not supported here); fia's own errors for the cache arguments.
     """
     axis = _seq_axis(input_layout)
     _check_tensors(query=query, key=key, value=value)
@@ -249,19 +268,42 @@ def sharded_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
         raise ValueError(f"query: sharded_decode takes one token per request, got {query.shape[axis]} along the "
                          f"sequence axis of {input_layout}; use ring_attention for prefill")
     kwargs = _fia_kwargs("sharded_decode", fia_kwargs)
-    dtype = _partial_dtype(partial_dtype, query.dtype)
+    float32_out = _float32_out(partial_dtype, query.dtype)
+    whole_row = _whole_row(p_rounding, query.dtype)
     world, _ = _world(group)
-    out, lse = npu_fused_infer_attention_score(
-        query.to(dtype), key.to(dtype), value.to(dtype), input_layout=input_layout, block_table=block_table,
-        block_size=block_size, actual_seq_lengths_kv=actual_seq_lengths_kv, softmax_lse_flag=True, **kwargs)
+    kw = dict(kwargs, input_layout=input_layout, block_table=block_table, block_size=block_size,
+              actual_seq_lengths_kv=actual_seq_lengths_kv)
+    floor = None
+    if whole_row:
+        _calls.plan("npu_fused_infer_attention_score", query, key, value,  # fia's errors before the max pass
+                    {n: x for n, x in kw.items() if n not in EXTRAS}, **_extras(kw))
+        floor = decode_row_max(query, key, kw)
+        dist.all_reduce(floor, op=dist.ReduceOp.MAX, group=group)
+    out, lse = _step(query, key, value, kw, float32_out, floor)
     packed = torch.cat([out.float().reshape(-1), lse.reshape(-1)])
     gathered = [torch.empty_like(packed) for _ in range(world)]
     dist.all_gather(gathered, packed, group=group)
+    dtype = torch.float32 if float32_out else query.dtype
     parts = [(g[:out.numel()].view(out.shape).to(dtype), g[out.numel():].view(lse.shape)) for g in gathered]
     out, lse = parts[0]
     for part, part_lse in parts[1:]:
         out, lse = merge_attention_states(out, lse, part, part_lse, input_layout)
     return out.to(query.dtype), lse
+
+
+def _step(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, kw: Dict[str, Any], float32_out: bool,
+          softmax_max: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+    """One fia call with softmax_lse_flag=True and the partial-attention options."""
+    args = {name: x for name, x in kw.items() if name not in EXTRAS}
+    args["softmax_lse_flag"] = True
+    return _calls.execute("npu_fused_infer_attention_score", query, key, value, args, float32_out=float32_out,
+                          softmax_max=softmax_max, **_extras(kw))
+
+
+def _extras(kw: Dict[str, Any]) -> Dict[str, Any]:
+    """fia's keyword-only extras among the keywords, checked (TypeError naming a wrong one)."""
+    return _calls.normalize_extras(kw.get("backend", "default"), kw.get("strict", False), kw.get("threads", 0),
+                                   "device")
 
 
 def _ring_blocks(rank: int, src: int, lengths: List[int], first: Optional[List[int]], causal: bool
@@ -298,24 +340,6 @@ def _valid_lengths(actual_seq_lengths: Optional[Sequence[int]], batch: int, leng
     else:
         chunks = _chunks_of_ranks(seq_len, len(lengths), "zigzag")
     return [[sum(min(max(n - start, 0), size) for start, size in rank_chunks) for n in given] for rank_chunks in chunks]
-
-
-def _exchange(send: Tuple[torch.Tensor, ...], recv: Tuple[torch.Tensor, ...], rank: int, world: int, group: Any
-              ) -> List[Any]:
-    """isend ``send`` to the next rank and irecv ``recv`` from the previous one; the works."""
-    nxt, prev = _global_rank(group, (rank + 1) % world), _global_rank(group, (rank - 1) % world)
-    works = [dist.irecv(t, src=prev, group=group) for t in recv]
-    return works + [dist.isend(t, dst=nxt, group=group) for t in send]
-
-
-def _resized(t: torch.Tensor, axis: int, n: int) -> torch.Tensor:
-    shape = list(t.shape)
-    shape[axis] = n
-    return torch.empty(shape, dtype=t.dtype)
-
-
-def _global_rank(group: Any, rank: int) -> int:
-    return rank if group is None or group is dist.group.WORLD else dist.get_global_rank(group, rank)
 
 
 def _world(group: Any) -> Tuple[int, int]:
@@ -357,12 +381,21 @@ def _check_tensors(**tensors: Any) -> None:
             raise TypeError(f"{name}: expected query's dtype {dtype}, got {t.dtype}")
 
 
-def _partial_dtype(partial_dtype: Any, input_dtype: torch.dtype) -> torch.dtype:
-    if partial_dtype is None:
-        return input_dtype
-    if partial_dtype not in DTYPES:
-        raise ValueError(f"partial_dtype: expected None or one of {DTYPES}, got {partial_dtype!r}")
-    return partial_dtype
+def _float32_out(partial_dtype: Any, input_dtype: torch.dtype) -> bool:
+    """partial_dtype float32: the steps' outputs in float32 (for a 16-bit input, fia's float32_out);
+    None or the input dtype: in the input dtype."""
+    if partial_dtype is None or partial_dtype == input_dtype:
+        return False
+    if partial_dtype != torch.float32:
+        raise ValueError(f"partial_dtype: expected torch.float32 or None (the input dtype), got {partial_dtype!r}")
+    return True
+
+
+def _whole_row(p_rounding: Any, input_dtype: torch.dtype) -> bool:
+    """True when the steps need the whole row's max: p_rounding "whole_row" on 16-bit inputs."""
+    if p_rounding not in P_ROUNDINGS:
+        raise ValueError(f"p_rounding: expected one of {P_ROUNDINGS}, got {p_rounding!r}")
+    return p_rounding == "whole_row" and input_dtype != torch.float32
 
 
 def _fia_kwargs(function: str, fia_kwargs: Dict[str, Any]) -> Dict[str, Any]:

@@ -4,6 +4,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import torch
 
 SHARDINGS: Tuple[str, ...]
+P_ROUNDINGS: Tuple[str, ...]
 LAYOUTS: dict
 
 def chunk_lengths(seq_len: int, parts: int) -> List[int]: ...
@@ -15,10 +16,10 @@ def unshard_sequence(shards: Sequence[torch.Tensor], *, input_layout: str = "BNS
 def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, group: Any = None,
                    causal: bool = True, sharding: str = "zigzag", input_layout: str = "BNSD",
                    actual_seq_lengths: Optional[Sequence[int]] = None,
-                   partial_dtype: Optional[torch.dtype] = ..., **fia_kwargs: Any
+                   partial_dtype: Optional[torch.dtype] = ..., p_rounding: str = "whole_row", **fia_kwargs: Any
                    ) -> Tuple[torch.Tensor, torch.Tensor]: ...
 def sharded_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, group: Any = None,
                    input_layout: str = "BSH", block_table: Optional[torch.Tensor] = None, block_size: int = 0,
                    actual_seq_lengths_kv: Optional[Sequence[int]] = None,
-                   partial_dtype: Optional[torch.dtype] = ..., **fia_kwargs: Any
+                   partial_dtype: Optional[torch.dtype] = ..., p_rounding: str = "whole_row", **fia_kwargs: Any
                    ) -> Tuple[torch.Tensor, torch.Tensor]: ...

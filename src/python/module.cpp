@@ -277,13 +277,17 @@ fia::Backend backend(std::string_view name) {
 
 /// Validates and plans one call into `call`. `tensors`: FiaArgs tensor name -> array, (array,
 /// dtype) or None; "key"/"value" -> a list of those. `attrs`: FiaArgs attribute name -> value.
+/// `float32_out` and `softmax_max` (an array or None): the partial-attention options.
 void plan_into(Call* call, std::string_view entry, nb::dict tensors, nb::dict attrs, std::string_view backend_name,
-               bool strict, int threads, std::string_view rounding) {
+               bool strict, int threads, std::string_view rounding, bool float32_out, nb::handle softmax_max) {
   fia::FiaArgs& a = call->args;
   a.entry_point = entry_point(entry);
   call->options.backend = backend(backend_name);
   call->options.strict = strict;
   call->options.threads = threads;
+  call->options.float32_out = float32_out;
+  if (!softmax_max.is_none())
+    call->options.softmax_max = to_view<fia::TensorView, Array>(softmax_max, "softmax_max", &call->keep);
   if (rounding != "device" && rounding != "golden")
     raise_invalid("post_quant_rounding", "\"device\" or \"golden\" is expected, got \"" + std::string(rounding) + "\"");
   call->options.post_quant_rounding =
@@ -338,15 +342,15 @@ void plan_into(Call* call, std::string_view entry, nb::dict tensors, nb::dict at
 std::unique_ptr<Call> plan(std::string_view entry, nb::dict tensors, nb::dict attrs, std::string_view backend_name,
                            bool strict, int threads, std::string_view rounding) {
   auto call = std::make_unique<Call>();
-  plan_into(call.get(), entry, tensors, attrs, backend_name, strict, threads, rounding);
+  plan_into(call.get(), entry, tensors, attrs, backend_name, strict, threads, rounding, false, nb::none());
   return call;
 }
 
 /// plan() and Call::run() in one: the eager calls' path, without a Call object for Python.
 nb::tuple call(std::string_view entry, nb::dict tensors, nb::dict attrs, std::string_view backend_name, bool strict,
-               int threads, std::string_view rounding) {
+               int threads, std::string_view rounding, bool float32_out, nb::handle softmax_max) {
   Call c;
-  plan_into(&c, entry, tensors, attrs, backend_name, strict, threads, rounding);
+  plan_into(&c, entry, tensors, attrs, backend_name, strict, threads, rounding, float32_out, softmax_max);
   return c.run();
 }
 
@@ -382,8 +386,10 @@ NB_MODULE(_C, m) {
         nb::arg("strict"), nb::arg("threads"), nb::arg("post_quant_rounding"),
         "Validates and plans a call (fia::plan); raises StatusError(code, parameter, message).");
   m.def("call", &call, nb::arg("entry_point"), nb::arg("tensors"), nb::arg("attrs"), nb::arg("backend"),
-        nb::arg("strict"), nb::arg("threads"), nb::arg("post_quant_rounding"),
-        "plan() and run() in one: (attention_out, softmax_lse) as new numpy arrays; raises as plan().");
+        nb::arg("strict"), nb::arg("threads"), nb::arg("post_quant_rounding"), nb::arg("float32_out") = false,
+        nb::arg("softmax_max").none() = nb::none(),
+        "plan() and run() in one: (attention_out, softmax_lse) as new numpy arrays; raises as plan(). "
+        "float32_out and softmax_max: fia::Options' partial-attention extensions (docs/distributed.md).");
   m.def("merge_attention_states", &merge, nb::arg("out_a"), nb::arg("lse_a"), nb::arg("out_b"), nb::arg("lse_b"),
         nb::arg("input_layout"), nb::arg("out"), nb::arg("lse"),
         "fia::merge_attention_states into `out` and `lse` (may alias the first part).");
