@@ -7,6 +7,12 @@
 //   - for calls with ordinary values (FuzzCall::ordinary): attention_out outside FIA-SPEC 21.1
 //     criterion A of the reference by more than the P cast explains (p_cast_allowance), or
 //     softmax_lse not matching it.
+// One input in four also sets the partial-attention options (docs/numerics.md "Partial
+// attention"): float32_out, and a softmax_max of softmax_lse's shape (now and then a wrong shape or
+// dtype) whose rows hold -inf, values among the scores, or values far above them; its values and
+// choices come from a hash of the input. Such calls are not judged by criterion A (a reference far
+// above the scores leaves E subnormal, where the backends' roundings differ), only by the checks
+// above.
 // FIA_FUZZ_EXTREME=1 admits NaN / inf / huge values (DecodeMode::extreme); FIA_FUZZ_VERBOSE=1
 // prints every decoded call.
 #include <cmath>
@@ -76,6 +82,47 @@ bool within(const OwnedTensor& got, const std::vector<double>& want, double allo
   return true;
 }
 
+/// FNV-1a of the input: the partial-attention choices, independent of the decoder's reading.
+std::uint64_t input_hash(const std::uint8_t* data, std::size_t size) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 1099511628211ull;
+  return h;
+}
+
+/// splitmix64: the next of a sequence of 64-bit values from `state`.
+std::uint64_t next(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// Sets float32_out and softmax_max on one input in four (see the top of the file); the tensor
+/// goes into the call's storage. Returns false when the call was left as decoded.
+bool add_partial_options(fuzz::FuzzCall& fc, std::uint64_t h) {
+  if (h % 4 != 0) return false;
+  std::uint64_t state = h;
+  fc.options.float32_out = next(state) % 2 == 0;
+  Plan probe;
+  if (!plan(fc.call.args, Options{}, &probe).ok() || !probe.softmax_lse_flag()) return true;
+  std::vector<std::int64_t> shape = probe.softmax_lse_shape();
+  DType dtype = DType::F32;
+  const std::uint64_t wrong = next(state) % 16;
+  if (wrong == 0) shape.back() += 1;
+  if (wrong == 1) dtype = DType::F16;
+  OwnedTensor t(dtype, shape);
+  for (std::int64_t i = 0; i < t.numel() && dtype == DType::F32; ++i) {
+    const std::uint64_t v = next(state);
+    const double u = static_cast<double>(v >> 11) * 0x1p-53;
+    t.as<float>()[i] = v % 5 == 0 ? -INFINITY : v % 5 == 1 ? static_cast<float>(1e3 + 1e30 * u)
+                                                          : static_cast<float>(-20.0 + 40.0 * u);
+  }
+  fc.options.softmax_max = fc.call.keep(std::move(t));
+  fc.trace += std::string(" float32_out=") + (fc.options.float32_out ? "1" : "0") + " softmax_max " +
+              dtype_name(dtype).data() + (wrong == 0 ? " (wrong shape)" : "");
+  return true;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -85,7 +132,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const fuzz::FuzzCall fc = fuzz::decode_call(data, size, g_mode);
+  fuzz::FuzzCall fc = fuzz::decode_call(data, size, g_mode);
+  if (add_partial_options(fc, input_hash(data, size))) fc.ordinary = false;
   if (g_mode.verbose) std::fprintf(stderr, "call: %s\n", fc.trace.c_str());
   Options o = fc.options;
   o.backend = Backend::kCpu;

@@ -115,6 +115,28 @@ TEST(PartialAttention, HalvesWithOneReferenceMaxMergeToTheWholeCall) {
       }
 }
 
+TEST(PartialAttention, ALearnableSinkGoesWithOneHalf) {
+  // FIA-SPEC 16: the sink adds exp(sink - m) to the whole row's denominator, so one part carries
+  // it; with the whole row's reference the merge is the whole call with the sink.
+  for (Backend backend : {Backend::kReference, Backend::kCpu}) {
+    CallSpec s = ragged_gqa("BNSD", DType::BF16);
+    s.sink = true;
+    const TestCall whole = build_call(s, 31);
+    Outputs own, w, a, b;
+    ASSERT_TRUE(run_partial(whole.args, backend, {}, &own).ok());
+    const OwnedTensor ref = reference_from_lse(own.softmax_lse, 0.0f);
+    ASSERT_TRUE(run_partial(whole.args, backend, ref.view(), &w).ok());
+    std::deque<OwnedTensor> store;
+    Halves h = split_keys(whole.args, *s.act_kv, 20, store);
+    h.b.learnable_sink = TensorView{};
+    ASSERT_TRUE(run_partial(h.a, backend, ref.view(), &a).ok());
+    ASSERT_TRUE(run_partial(h.b, backend, ref.view(), &b).ok());
+    const Outputs m = merged(a, b, s.layout);
+    EXPECT_LE(max_abs_diff(m.attention_out, w.attention_out), 4e-6) << describe(s);
+    EXPECT_GT(max_abs_diff(w.attention_out, own.attention_out), 0.0) << describe(s);  // the reference moved P
+  }
+}
+
 TEST(PartialAttention, SplitGroupsTakeTheReferenceInEveryPhase) {
   // Chunks of 8 keys (every item a split group), stored or recomputed in phase B: the same
   // result as self-contained items up to float32 summation order, and far from the result
