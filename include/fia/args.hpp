@@ -128,7 +128,9 @@ struct Options {
   /// m = max(own row max, m0) instead of its own max, so parts given the whole row's max round E
   /// (25.3) as the single call does; l, the output and the LSE follow from that m. Only on paths
   /// that round E itself (not IncreFlashAttention, not the fp16 tiles of inner_precise 1 on token
-  /// layouts, not full quant). Read at run() like the FiaArgs tensors.
+  /// layouts, not full quant). Like the FiaArgs tensors, the view must stay alive and its shape
+  /// unchanged from plan() to the last run() of the plan (run(plan, args, ...) included); its
+  /// values are read, and checked again, by each run().
   TensorView softmax_max;
 };
 

@@ -2,7 +2,8 @@
 p_rounding "whole_row" (each query row's max score over the whole sequence, which every fia step
 then takes as softmax_max so that P is rounded as the single call rounds it; FIA-SPEC 25.1 #4,
 docs/distributed.md "Accuracy")."""
-from typing import Any, Dict, List, Optional, Tuple
+import contextlib
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -53,33 +54,34 @@ def ring_row_max(query: torch.Tensor, key: torch.Tensor, kwargs: Dict[str, Any],
         if step < world - 1:
             k_next = resized(k_cur, axis, lengths[(src - 1) % world])
             pending = exchange((k_cur,), (k_next,), rank, world, group)
-        k = bnsd(k_cur, layout, kv_heads)
-        for q_start, q_len, kv_len, kw in calls(src):
-            valid = kw.get("actual_seq_lengths_kv", [kv_len] * B)
-            diagonal = "sparse_mode" in kw  # the shard's own block: key j <= query row i
-            rows = max(1, SCORE_BLOCK_BYTES // max(1, 4 * B * N * kv_len))
-            for r0 in range(0, q_len, rows):
-                r1 = min(r0 + rows, q_len)
-                keys = min(kv_len, r1) if diagonal else kv_len
-                if keys == 0:
-                    continue
-                s = scores(q[:, :, q_start + r0:q_start + r1], k[:, :, :keys], scale, buffer)
-                if diagonal and r0 + 1 < keys:  # the triangle above the diagonal in the last columns
-                    i, j = torch.arange(r0, r1)[:, None], torch.arange(r0, keys)[None, :]
-                    s[..., r0:keys].masked_fill_(j > i, float("-inf"))
-                for b, n in enumerate(valid):
-                    if n < keys:
-                        s[b, :, :, n:] = float("-inf")
-                torch.maximum(row_max[:, :, q_start + r0:q_start + r1], s.amax(-1),
-                              out=row_max[:, :, q_start + r0:q_start + r1])
-        for work in pending:
-            work.wait()
+        with settled(pending):
+            k = bnsd(k_cur, layout, kv_heads)
+            for q_start, q_len, kv_len, kw in calls(src):
+                valid = kw.get("actual_seq_lengths_kv", [kv_len] * B)
+                diagonal = "sparse_mode" in kw  # the shard's own block: key j <= query row i
+                rows = max(1, SCORE_BLOCK_BYTES // max(1, 4 * B * N * kv_len))
+                for r0 in range(0, q_len, rows):
+                    r1 = min(r0 + rows, q_len)
+                    keys = min(kv_len, r1) if diagonal else kv_len
+                    if keys == 0:
+                        continue
+                    s = scores(q[:, :, q_start + r0:q_start + r1], k[:, :, :keys], scale, buffer)
+                    if diagonal and r0 + 1 < keys:  # the triangle above the diagonal in the last columns
+                        i, j = torch.arange(r0, r1)[:, None], torch.arange(r0, keys)[None, :]
+                        s[..., r0:keys].masked_fill_(j > i, float("-inf"))
+                    for b, n in enumerate(valid):
+                        if n < keys:
+                            s[b, :, :, n:] = float("-inf")
+                    torch.maximum(row_max[:, :, q_start + r0:q_start + r1], s.amax(-1),
+                                  out=row_max[:, :, q_start + r0:q_start + r1])
         k_cur = k_next
     return row_max
 
 
 def _request_keys(key: torch.Tensor, b: int, kw: Dict[str, Any], kv_heads: int) -> torch.Tensor:
-    """Request b's cached keys of a sharded_decode call as float32 (1, N_kv, L, D)."""
+    """Request b's cached keys of a sharded_decode call as float32 (1, N_kv, L, D): contiguous in
+    the query's layout, or paged (blocks, block_size, N_kv*D), (blocks, N_kv, block_size, D) or
+    NZ (blocks, N_kv, D/D0, block_size, D0) (FIA-SPEC 9.1)."""
     table, lengths = kw["block_table"], kw["actual_seq_lengths_kv"]
     if table is None:
         k = bnsd(key[b:b + 1], kw["input_layout"], kv_heads)
@@ -88,8 +90,10 @@ def _request_keys(key: torch.Tensor, b: int, kw: Dict[str, Any], kv_heads: int) 
     blocks = key[table[b, :-(-n // size)].long()]
     if key.dim() == 3:  # (blocks, block_size, N_kv * D)
         k = blocks.reshape(-1, kv_heads, key.shape[-1] // kv_heads).transpose(0, 1)
-    else:  # (blocks, N_kv, block_size, D)
+    elif key.dim() == 4:  # (blocks, N_kv, block_size, D)
         k = blocks.transpose(0, 1).reshape(kv_heads, -1, key.shape[-1])
+    else:  # NZ: element d of a token row at (d // D0, token, d % D0)
+        k = blocks.permute(1, 0, 3, 2, 4).reshape(kv_heads, -1, key.shape[2] * key.shape[4])
     return k[None, :, :n].float()
 
 
@@ -114,6 +118,18 @@ def exchange(send: Tuple[torch.Tensor, ...], recv: Tuple[torch.Tensor, ...], ran
     nxt, prev = _global_rank(group, (rank + 1) % world), _global_rank(group, (rank - 1) % world)
     works = [dist.irecv(t, src=prev, group=group) for t in recv]
     return works + [dist.isend(t, dst=nxt, group=group) for t in send]
+
+
+@contextlib.contextmanager
+def settled(works: List[Any]) -> Iterator[None]:
+    """Waits for the point-to-point ``works`` when the block ends, also when it raises: a step
+    that fails (on every rank alike) must not leave sends and receives pending, or the group's
+    next collective would hang."""
+    try:
+        yield
+    finally:
+        for work in works:
+            work.wait()
 
 
 def resized(t: torch.Tensor, axis: int, n: int) -> torch.Tensor:

@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 from . import _calls
-from ._ring import decode_row_max, exchange, resized, ring_row_max
+from ._ring import decode_row_max, exchange, resized, ring_row_max, settled
 from .functions import npu_fused_infer_attention_score
 from .merge import merge_attention_states
 
@@ -201,6 +201,12 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
                                                for n, m in zip(valid[src], kw["actual_seq_lengths"])]
             yield q_start, q_len, kv_len, kw
 
+    # fia's errors before any communication: every rank's own block is a call like the others
+    # (the diagonal one with the causal mask), planned without running it.
+    for q_start, q_len, kv_len, kw in calls(rank):
+        _calls.plan("npu_fused_infer_attention_score", query.narrow(axis, q_start, q_len),
+                    key.narrow(axis, 0, kv_len), value.narrow(axis, 0, kv_len),
+                    {n: x for n, x in dict(kw, input_layout=input_layout).items() if n not in EXTRAS}, **_extras(kw))
     row_max = None
     if whole_row:
         row_max = ring_row_max(query, key, kwargs, input_layout, calls, rank, world, lengths, group)
@@ -212,22 +218,21 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
         if step < world - 1:
             k_next, v_next = (resized(t, axis, lengths[(src - 1) % world]) for t in (k_cur, v_cur))
             pending = exchange((k_cur, v_cur), (k_next, v_next), rank, world, group)
-        for q_start, q_len, kv_len, kw in calls(src):
-            floor = None if row_max is None else row_max[:, :, q_start:q_start + q_len, None].contiguous()
-            part, part_lse = _step(query.narrow(axis, q_start, q_len), k_cur.narrow(axis, 0, kv_len),
-                                   v_cur.narrow(axis, 0, kv_len), dict(kw, input_layout=input_layout), float32_out,
-                                   floor)
-            if out is None:
-                out, lse = part, part_lse
-            elif q_len == local:
-                out, lse = merge_attention_states(out, lse, part, part_lse, input_layout)
-            else:
-                rows, rows_lse = out.narrow(axis, q_start, q_len), lse.narrow(2, q_start, q_len)
-                merged, merged_lse = merge_attention_states(rows, rows_lse, part, part_lse, input_layout)
-                rows.copy_(merged)
-                rows_lse.copy_(merged_lse)
-        for work in pending:
-            work.wait()
+        with settled(pending):
+            for q_start, q_len, kv_len, kw in calls(src):
+                floor = None if row_max is None else row_max[:, :, q_start:q_start + q_len, None].contiguous()
+                part, part_lse = _step(query.narrow(axis, q_start, q_len), k_cur.narrow(axis, 0, kv_len),
+                                       v_cur.narrow(axis, 0, kv_len), dict(kw, input_layout=input_layout),
+                                       float32_out, floor)
+                if out is None:
+                    out, lse = part, part_lse
+                elif q_len == local:
+                    out, lse = merge_attention_states(out, lse, part, part_lse, input_layout)
+                else:
+                    rows, rows_lse = out.narrow(axis, q_start, q_len), lse.narrow(2, q_start, q_len)
+                    merged, merged_lse = merge_attention_states(rows, rows_lse, part, part_lse, input_layout)
+                    rows.copy_(merged)
+                    rows_lse.copy_(merged_lse)
         k_cur, v_cur = k_next, v_next
     return out.to(query.dtype), lse
 

@@ -16,6 +16,7 @@ import torch.multiprocessing as mp
 
 import fia
 import fia._ring
+import fia.distributed
 from fia.distributed import ring_attention, shard_lengths, shard_sequence, sharded_decode, unshard_sequence
 from judge import criterion_a, lse_match
 
@@ -60,14 +61,16 @@ def compare(out, lse, single, single_lse, exact, abs_v, p_rounding="whole_row"):
 
 
 def prefill(rank, world, *, seq, dtype, layout, causal, sharding, heads=4, kv_heads=2, dim=32, lengths=None,
-            valid=None, p_rounding="whole_row"):
+            valid=None, p_rounding="whole_row", spread=1.0):
     """Ring attention over a whole sequence of ``seq`` tokens (``lengths``: contiguous shard
     lengths per rank instead of the even cut; ``valid``: the actual length of each of the two
     batches, the padding keys after it 600 in every element, so that a padding key taken into a
     row max would leave every E of the row below float32's range) against the single-process
-    call."""
+    call. ``spread`` scales query and key: scores spread^2 times as far apart, so that some steps
+    see only keys some 100 below the row's max (E below float32's normal range)."""
     shapes = {"BNSD": lambda n: (2, n, seq, dim), "BSND": lambda n: (2, seq, n, dim), "BSH": lambda n: (2, seq, n * dim)}
     q, k, v = (randn(seed, *shapes[layout](n), dtype=dtype) for seed, n in ((1, heads), (2, kv_heads), (3, kv_heads)))
+    q, k = (x * spread for x in (q, k))
     for b, n in enumerate(valid or []):
         k[b].narrow(1 if layout == "BNSD" else 0, n, seq - n).fill_(600.0)
     kw = dict(num_heads=heads, num_key_value_heads=kv_heads, scale=dim ** -0.5, input_layout=layout, threads=1)
@@ -128,6 +131,9 @@ def decode(rank, world, *, dtype, paged, lengths, heads=8, kv_heads=2, dim=32, b
     if layout == "BNSD":
         k_cache, v_cache = (x.view(-1, block_size, kv_heads, dim).transpose(1, 2).contiguous()
                             for x in (k_cache, v_cache))
+    if paged == "nz":  # (blocks, N_kv, D/16, block_size, 16), FIA-SPEC 9.1
+        k_cache, v_cache = (x.view(-1, block_size, kv_heads, dim // 16, 16).permute(0, 2, 3, 1, 4).contiguous()
+                            for x in (k_cache, v_cache))
     out, lse = sharded_decode(q, k_cache, v_cache, block_table=table, block_size=block_size,
                               actual_seq_lengths_kv=mine, **kw)
     return compare(out, lse, whole, whole_lse, exact, abs_v, p_rounding)
@@ -143,6 +149,49 @@ def small_score_blocks(case, score_block_bytes=2048):
         finally:
             fia._ring.SCORE_BLOCK_BYTES = saved
     return run
+
+
+def error_then_valid_call(rank, world):
+    """Calls that fail on every rank leave no send or receive pending: the next call on the group
+    runs (its first collective would hang otherwise). One is rejected by fia before any
+    communication; in the other the second fia step raises, with the exchange of the next shard
+    posted."""
+    q = randn(1, 1, 2, 6, 16, dtype=torch.bfloat16)
+    try:
+        ring_attention(q, q, q, num_heads=2, causal=False, sharding="contiguous", inner_precise=9, threads=1)
+        return "no error for inner_precise=9"
+    except ValueError as err:
+        if not str(err).startswith("inner_precise"):
+            return f"wrong error: {err}"
+    step, calls = fia.distributed._step, []
+
+    def failing_step(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("step failed")
+        return step(*args)
+    fia.distributed._step = failing_step
+    try:
+        ring_attention(q, q, q, num_heads=2, causal=False, sharding="contiguous", threads=1)
+        return "no error from the failing step"
+    except RuntimeError:
+        pass
+    finally:
+        fia.distributed._step = step
+    out, _ = ring_attention(q, q, q, num_heads=2, causal=False, sharding="contiguous", threads=1)
+    return "" if out.shape == q.shape else f"out shape {tuple(out.shape)}"
+
+
+def fia_errors_come_first(rank, world):
+    """An argument fia rejects raises fia's error (not a torch error from the row-max pass)."""
+    q = randn(1, 1, 8, 48, dtype=torch.bfloat16)  # BSH hidden 48: not a multiple of 5 heads
+    try:
+        ring_attention(q, q, q, num_heads=5, input_layout="BSH", causal=False, sharding="contiguous", threads=1)
+    except ValueError as err:
+        return "" if str(err).startswith("num_heads:") else f"wrong message: {err}"
+    except Exception as err:  # noqa: BLE001 - reported to the test
+        return f"{type(err).__name__}: {err}"
+    return "no error"
 
 
 def bad_zigzag_lengths(rank, world):
@@ -194,6 +243,14 @@ CASES = {
                                                         causal=True, sharding="zigzag", p_rounding="per_step"),
     "decode_paged_f16_per_step": lambda r, w: decode(r, w, dtype=torch.float16, paged=True, lengths=[40, 9],
                                                      p_rounding="per_step"),
+    "decode_paged_nz_bf16": lambda r, w: decode(r, w, dtype=torch.bfloat16, paged="nz", lengths=[50, 7]),
+    "causal_zigzag_bf16_spread_scores": lambda r, w: prefill(r, w, seq=16 * w, dtype=torch.bfloat16, layout="BNSD",
+                                                             causal=True, sharding="zigzag", spread=12.0),
+    "noncausal_contiguous_f16_spread_scores": lambda r, w: prefill(r, w, seq=12 * w, dtype=torch.float16,
+                                                                   layout="BSH", causal=False,
+                                                                   sharding="contiguous", spread=10.0),
+    "error_then_valid_call": error_then_valid_call,
+    "fia_errors_come_first": fia_errors_come_first,
     "causal_zigzag_bf16_one_row_blocks": small_score_blocks(
         lambda r, w: prefill(r, w, seq=14 * w + 1, dtype=torch.bfloat16, layout="BNSD", causal=True, sharding="zigzag")),
     "causal_contiguous_actual_lengths_f16_one_row_blocks": small_score_blocks(

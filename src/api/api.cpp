@@ -240,6 +240,10 @@ static Status run_impl(const Plan& plan, MutableTensorView attention_out, Mutabl
     st = check_output("softmax_lse", softmax_lse, DType::F32, p.lse_shape);
     if (!st.ok()) return st;
   }
+  if (p.softmax_max_rows.base != nullptr) {  // its values may have changed since plan()
+    st = detail::check_softmax_max_values(s.options.softmax_max);
+    if (!st.ok()) return st;
+  }
   if (workspace_bytes < plan.workspace_bytes() || (plan.workspace_bytes() > 0 && workspace == nullptr))
     return {StatusCode::kInvalidArgument, "workspace",
             "needs " + std::to_string(plan.workspace_bytes()) + " bytes, got " + std::to_string(workspace_bytes)};

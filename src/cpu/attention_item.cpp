@@ -143,10 +143,14 @@ void write_output_row(const Problem& p, std::int64_t n, const float* src, void* 
 
 namespace {
 
-/// True when a row's f32 intermediates left float32: its max is a saturated (or NaN) score
-/// (saturate()), or the sum or P·V overflowed.
+/// True when a row's f32 intermediates left float32's normal range: its max is a saturated (or
+/// NaN) score (saturate()), the sum or P·V overflowed, or the sum fell below the smallest normal
+/// float (every E subnormal or 0: E taken against an Options::softmax_max some 87 or more above
+/// the row's scores), where 1 / l would overflow.
 bool row_overflowed(float m, float l, const float* acc, std::int64_t vd) {
-  if (!(std::abs(m) < std::numeric_limits<float>::max()) || !std::isfinite(l) || !(l > 0.0f)) return true;
+  if (!(std::abs(m) < std::numeric_limits<float>::max()) || !std::isfinite(l) ||
+      !(l >= std::numeric_limits<float>::min()))
+    return true;
   for (std::int64_t d = 0; d < vd; ++d)
     if (!std::isfinite(acc[d])) return true;
   return false;

@@ -31,15 +31,29 @@ Status check_softmax_max(const TensorView& t, const Problem& p) {
     return {StatusCode::kUnsupported, name,
             "this path forms P from its own row sums or running max (FIA-SPEC 25.3: IncreFlashAttention, or "
             "inner_precise 1 on a token layout); only paths that round E = exp(S - m) take it"};
+  return check_softmax_max_values(t);
+}
+
+}  // namespace
+
+Status check_softmax_max_values(const TensorView& t) {
+  auto bad = [](float v) { return std::isnan(v) || v == INFINITY; };
+  auto error = [](std::int64_t lin, float v) {
+    return Status{StatusCode::kInvalidArgument, "softmax_max",
+                  "element " + std::to_string(lin) + " is " + (std::isnan(v) ? "NaN" : "+inf") +
+                      ": each value must be finite or -inf"};
+  };
+  const auto* data = static_cast<const float*>(t.data);
+  if (t.strides.empty()) {  // row-major: one pass
+    for (std::int64_t lin = 0; lin < t.numel(); ++lin)
+      if (bad(data[lin])) return error(lin, data[lin]);
+    return Status::Ok();
+  }
   std::vector<std::int64_t> idx(t.shape.size(), 0);
   for (std::int64_t lin = 0; lin < t.numel(); ++lin) {
     std::int64_t off = 0;
     for (std::size_t k = 0; k < t.shape.size(); ++k) off += idx[k] * t.stride(k);
-    const float v = static_cast<const float*>(t.data)[off];
-    if (std::isnan(v) || v == INFINITY)
-      return {StatusCode::kInvalidArgument, name,
-              "element " + std::to_string(lin) + " is " + (std::isnan(v) ? "NaN" : "+inf") +
-                  ": each value must be finite or -inf"};
+    if (bad(data[off])) return error(lin, data[off]);
     for (std::size_t k = idx.size(); k-- > 0;) {
       if (++idx[k] < t.shape[k]) break;
       idx[k] = 0;
@@ -48,11 +62,12 @@ Status check_softmax_max(const TensorView& t, const Problem& p) {
   return Status::Ok();
 }
 
-}  // namespace
-
 Status apply_partial_options(const Options& options, Problem* p) {
   p->softmax_max_rows = RowIndex{};
-  if (p->empty_query) return Status::Ok();  // FIA-SPEC 19: nothing is computed
+  if (p->empty_query) {  // FIA-SPEC 19: nothing is validated or computed; the output dtype still follows
+    if (options.float32_out) p->out_dtype = DType::F32;
+    return Status::Ok();
+  }
   if (options.float32_out) {
     if (p->post_quant.on)
       return {StatusCode::kInvalidArgument, "float32_out", "not with quant_scale2: the output is int8 (FIA-SPEC 14)"};

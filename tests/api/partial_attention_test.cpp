@@ -225,6 +225,49 @@ TEST(PartialAttention, AReferenceFarAboveTheRowMaxUnderflowsAsTheBackendsAgree) 
   }
 }
 
+TEST(PartialAttention, ReferencesThatLeaveESubnormalMatchTheFloat64Backend) {
+  // 80 to 110 above the LSE: E around float32's smallest normal (e^-87.3), then subnormal; the
+  // cpu backend recomputes such rows in float64, so both backends agree (a sum of subnormal E
+  // once overflowed 1 / l to inf).
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16}) {
+    const CallSpec s = ragged_gqa("BSH", dtype);
+    const TestCall c = build_call(s, 17);
+    Outputs own;
+    ASSERT_TRUE(run_partial(c.args, Backend::kReference, {}, &own).ok());
+    for (float above = 80.0f; above <= 110.0f; above += 1.5f) {
+      const OwnedTensor ref = reference_from_lse(own.softmax_lse, above);
+      Outputs cpu, exact;
+      ASSERT_TRUE(run_partial(c.args, Backend::kCpu, ref.view(), &cpu).ok());
+      ASSERT_TRUE(run_partial(c.args, Backend::kReference, ref.view(), &exact).ok());
+      const std::vector<double> a = to_doubles(cpu.attention_out), b = to_doubles(exact.attention_out);
+      for (std::size_t i = 0; i < a.size(); ++i)
+        ASSERT_TRUE(std::isfinite(a[i]) && std::fabs(a[i] - b[i]) <= 1e-5 + 1e-5 * std::fabs(b[i]))
+            << dtype_name(dtype) << " " << above << " element " << i << ": cpu " << a[i] << ", reference " << b[i];
+      const std::vector<double> la = to_doubles(cpu.softmax_lse), lb = to_doubles(exact.softmax_lse);
+      for (std::size_t i = 0; i < la.size(); ++i)
+        EXPECT_TRUE(la[i] == lb[i] || std::fabs(la[i] - lb[i]) <= 2e-6 * std::max(1.0, std::fabs(lb[i])))
+            << dtype_name(dtype) << " " << above << " row " << i;
+    }
+  }
+}
+
+TEST(PartialAttention, AnEmptyQueryTakesTheFloat32OutputDtypeOnly) {
+  // FIA-SPEC 19: nothing of an empty query is validated, softmax_max included.
+  TestCall c = build_call(ragged_gqa("BNSD", DType::BF16), 2);
+  const OwnedTensor empty(DType::BF16, {3, 4, 0, 16});
+  c.args.query = empty.view();
+  const OwnedTensor junk(DType::F16, {7});
+  Options o;
+  o.float32_out = true;
+  o.softmax_max = junk.view();
+  Plan plan;
+  ASSERT_TRUE(fia::plan(c.args, o, &plan).ok());
+  EXPECT_EQ(plan.attention_out_dtype(), DType::F32);
+  o.float32_out = false;
+  ASSERT_TRUE(fia::plan(c.args, o, &plan).ok());
+  EXPECT_EQ(plan.attention_out_dtype(), DType::BF16);
+}
+
 TEST(PartialAttention, AReusedPlanKeepsTheExtensions) {
   const CallSpec s = ragged_gqa("BSH", DType::F16);
   const TestCall c = build_call(s, 13);
@@ -285,6 +328,17 @@ TEST(PartialAttention, EveryErrorNamesItsParameter) {
   FiaArgs ifa = c.args;
   ifa.entry_point = EntryPoint::kIncreFlashAttention;
   expect(run_partial(ifa, Backend::kCpu, good.view(), &o), unsup, "softmax_max", "IncreFlashAttention");
+  // Values written after plan(): run() checks them again.
+  OwnedTensor later = good;
+  Options opts;
+  opts.backend = Backend::kCpu;
+  opts.softmax_max = later.view();
+  Plan plan;
+  ASSERT_TRUE(fia::plan(c.args, opts, &plan).ok());
+  later.as<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+  OwnedTensor out(plan.attention_out_dtype(), plan.attention_out_shape()), lse(DType::F32, plan.softmax_lse_shape());
+  std::vector<std::byte> ws(plan.workspace_bytes());
+  expect(run(plan, out.mutable_view(), lse.mutable_view(), ws.data(), ws.size()), inv, "softmax_max", "element 3");
   FiaArgs pq = c.args;
   const OwnedTensor scale2 = tensor_of(DType::F32, {1}, {2.0f});
   pq.quant_scale2 = scale2.view();

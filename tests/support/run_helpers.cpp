@@ -34,6 +34,7 @@ Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, i
   if (!built.ok()) return o;
   state->backend = Backend::kCpu;
   state->threads = threads;
+  state->options = options;
   state->cpu = detail::make_cpu_plan(state->problem, threads, limits);
   if (used) *used = state->cpu;
   const Plan plan = detail::PlanAccess::make(state);
