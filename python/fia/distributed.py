@@ -32,6 +32,7 @@ LAYOUTS = {"BNSD": 2, "BSND": 1, "BSH": 1}   # input layout -> sequence axis (LS
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 PASSED_ON = ("num_heads", "num_key_value_heads", "scale", "inner_precise", "backend", "strict", "threads")
 EXTRAS = ("backend", "strict", "threads")   # fia's keyword-only extras among them
+FIA = "npu_fused_infer_attention_score"     # the function every step calls
 FIA_PARAMETERS = frozenset(inspect.signature(npu_fused_infer_attention_score).parameters)
 _causal_tile: Optional[torch.Tensor] = None
 
@@ -192,7 +193,9 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
     def calls(src: int):
         """(first query row, query rows, key tokens, fia keywords) of each fia call on the shard of src."""
         for q_start, q_len, kv_len, diagonal in _ring_blocks(rank, src, lengths, first, causal):
-            kw = dict(kwargs, sparse_mode=3, atten_mask=_compressed_causal_mask()) if diagonal else dict(kwargs)
+            kw = dict(kwargs, input_layout=input_layout)
+            if diagonal:
+                kw.update(sparse_mode=3, atten_mask=_compressed_causal_mask())
             if valid is not None:
                 # (a query block of one row takes FIA's legacy decode path, which ignores
                 # actual_seq_lengths but honours actual_seq_lengths_kv = 0: FIA-SPEC 25.1 #2, #17)
@@ -204,9 +207,7 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
     # fia's errors before any communication: every rank's own block is a call like the others
     # (the diagonal one with the causal mask), planned without running it.
     for q_start, q_len, kv_len, kw in calls(rank):
-        _calls.plan("npu_fused_infer_attention_score", query.narrow(axis, q_start, q_len),
-                    key.narrow(axis, 0, kv_len), value.narrow(axis, 0, kv_len),
-                    {n: x for n, x in dict(kw, input_layout=input_layout).items() if n not in EXTRAS}, **_extras(kw))
+        _plan(query.narrow(axis, q_start, q_len), key.narrow(axis, 0, kv_len), value.narrow(axis, 0, kv_len), kw)
     row_max = None
     if whole_row:
         row_max = ring_row_max(query, key, kwargs, input_layout, calls, rank, world, lengths, group)
@@ -222,8 +223,7 @@ def ring_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
             for q_start, q_len, kv_len, kw in calls(src):
                 floor = None if row_max is None else row_max[:, :, q_start:q_start + q_len, None].contiguous()
                 part, part_lse = _step(query.narrow(axis, q_start, q_len), k_cur.narrow(axis, 0, kv_len),
-                                       v_cur.narrow(axis, 0, kv_len), dict(kw, input_layout=input_layout),
-                                       float32_out, floor)
+                                       v_cur.narrow(axis, 0, kv_len), kw, float32_out, floor)
                 if out is None:
                     out, lse = part, part_lse
                 elif q_len == local:
@@ -280,8 +280,7 @@ def sharded_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
               actual_seq_lengths_kv=actual_seq_lengths_kv)
     floor = None
     if whole_row:
-        _calls.plan("npu_fused_infer_attention_score", query, key, value,  # fia's errors before the max pass
-                    {n: x for n, x in kw.items() if n not in EXTRAS}, **_extras(kw))
+        _plan(query, key, value, kw)  # fia's errors before the max pass
         floor = decode_row_max(query, key, kw)
         dist.all_reduce(floor, op=dist.ReduceOp.MAX, group=group)
     out, lse = _step(query, key, value, kw, float32_out, floor)
@@ -299,16 +298,24 @@ def sharded_decode(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
 def _step(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, kw: Dict[str, Any], float32_out: bool,
           softmax_max: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
     """One fia call with softmax_lse_flag=True and the partial-attention options."""
+    args, extras = _split(kw)
+    return _calls.execute(FIA, query, key, value, dict(args, softmax_lse_flag=True), float32_out=float32_out,
+                          softmax_max=softmax_max, **extras)
+
+
+def _plan(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, kw: Dict[str, Any]) -> None:
+    """Validates one step's fia call without running it: fia's errors, before any communication."""
+    args, extras = _split(kw)
+    _calls.plan(FIA, query, key, value, args, **extras)
+
+
+def _split(kw: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """(fia's arguments, its keyword-only extras) of a step's keywords; the extras checked
+    (TypeError naming a wrong one)."""
     args = {name: x for name, x in kw.items() if name not in EXTRAS}
-    args["softmax_lse_flag"] = True
-    return _calls.execute("npu_fused_infer_attention_score", query, key, value, args, float32_out=float32_out,
-                          softmax_max=softmax_max, **_extras(kw))
-
-
-def _extras(kw: Dict[str, Any]) -> Dict[str, Any]:
-    """fia's keyword-only extras among the keywords, checked (TypeError naming a wrong one)."""
-    return _calls.normalize_extras(kw.get("backend", "default"), kw.get("strict", False), kw.get("threads", 0),
-                                   "device")
+    extras = _calls.normalize_extras(kw.get("backend", "default"), kw.get("strict", False), kw.get("threads", 0),
+                                     "device")
+    return args, extras
 
 
 def _ring_blocks(rank: int, src: int, lengths: List[int], first: Optional[List[int]], causal: bool

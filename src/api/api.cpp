@@ -193,6 +193,13 @@ Status out_of_memory(const char* what) {
   return {StatusCode::kInternal, "", std::string("out of memory while ") + what};
 }
 
+/// What `options` sets in a problem built from the arguments: the post-quant formula and the
+/// partial-attention extensions.
+Status apply_options(const Options& options, Problem* p) {
+  p->post_quant.rounding = options.post_quant_rounding;
+  return detail::apply_partial_options(options, p);
+}
+
 }  // namespace
 
 static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_plan) {
@@ -211,9 +218,8 @@ static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_p
   state->strict = options.strict;
   st = detail::build_problem(args, options.strict, &state->problem);
   if (!st.ok()) return st;
-  state->problem.post_quant.rounding = options.post_quant_rounding;
   state->options = options;
-  st = detail::apply_partial_options(options, &state->problem);
+  st = apply_options(options, &state->problem);
   if (!st.ok()) return st;
   state->threads = options.threads > 0 ? options.threads : detail::default_threads();
   if (state->backend == Backend::kCpu) state->cpu = detail::make_cpu_plan(state->problem, state->threads);
@@ -274,8 +280,7 @@ static Status run_args_impl(const Plan& plan, const FiaArgs& args, MutableTensor
   auto state = std::make_shared<PlanState>(plan.state());
   Status st = detail::build_problem(args, state->strict, &state->problem);
   if (!st.ok()) return st;
-  state->problem.post_quant.rounding = state->options.post_quant_rounding;
-  st = detail::apply_partial_options(state->options, &state->problem);
+  st = apply_options(state->options, &state->problem);
   if (!st.ok()) return st;
   const std::string differs = schedule_difference(plan.state().problem, state->problem);
   if (!differs.empty())

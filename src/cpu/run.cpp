@@ -87,11 +87,22 @@ GroupStore store_of(const Problem& p, const SplitGroup& g, float* wave) {
   return s;
 }
 
-/// The exact row max of a split group: the max over its chunks' maxima.
-void group_max(const GroupStore& s, std::int64_t chunks, float* m) {
+/// fia::Options::softmax_max: m[r] = max(m[r], the row's given value) on rows that see something,
+/// before phase B forms P against m (phase C then uses the same m).
+void apply_softmax_max(const Problem& p, const WorkItem& it, float* m) {
+  if (p.softmax_max_rows.base == nullptr) return;
+  for (std::int64_t r = 0; r < packed_rows(it); ++r)
+    if (m[r] != -std::numeric_limits<float>::infinity())
+      m[r] = std::max(m[r], p.softmax_max_floor(it.b, it.query_head(p.group, r), it.query_row(r)));
+}
+
+/// The row max phase B takes E against, for a split group: the exact max over its chunks'
+/// maxima, raised to Options::softmax_max.
+void group_max(const Problem& p, const SplitGroup& g, const GroupStore& s, float* m) {
   std::fill(m, m + s.Rp, -std::numeric_limits<float>::infinity());
-  for (std::int64_t c = 0; c < chunks; ++c)
+  for (std::int64_t c = 0; c < g.chunks; ++c)
     for (std::int64_t r = 0; r < s.Rp; ++r) m[r] = std::max(m[r], s.max(c)[r]);
+  apply_softmax_max(p, g.item, m);
 }
 
 /// Where chunk `ch` keeps its scores: in the wave buffer, or (recomputed) in the worker's scratch.
@@ -111,15 +122,6 @@ void include_sink(const Problem& p, const WorkItem& it, float* m) {
   if (p.p_rule.kind != PRule::Kind::kRunningMax || !p.has_sink) return;
   for (std::int64_t r = 0; r < packed_rows(it); ++r)
     if (m[r] != -std::numeric_limits<float>::infinity()) m[r] = std::max(m[r], sink_of(p, it, r));
-}
-
-/// fia::Options::softmax_max: m[r] = max(m[r], the row's given value) on rows that see something,
-/// before phase B forms P against m (phase C then uses the same m).
-void apply_softmax_max(const Problem& p, const WorkItem& it, float* m) {
-  if (p.softmax_max_rows.base == nullptr) return;
-  for (std::int64_t r = 0; r < packed_rows(it); ++r)
-    if (m[r] != -std::numeric_limits<float>::infinity())
-      m[r] = std::max(m[r], p.softmax_max_floor(it.b, it.query_head(p.group, r), it.query_row(r)));
 }
 
 /// Phase B's row stats of an item or chunk (FIA-SPEC 25.3), in the worker's scratch; s.m holds the
@@ -200,8 +202,7 @@ void each_chunk_after_phase_a(const Problem& p, const CpuPlan& plan, const Slots
     const GroupStore st = store_of(p, g, wave);
     const ScoreView sv = chunk_scores(g, st, ch, s);
     if (!g.stored) item_scores(p, plan, ch, s.tiles, sv, s.spare_max);
-    group_max(st, g.chunks, s.m);
-    apply_softmax_max(p, ch, s.m);
+    group_max(p, g, st, s.m);
     fn(ch, g, st, sv, s);
   });
 }
@@ -256,8 +257,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
       parallel_each(p, plan, slots, wv.group_begin, wv.group_end, [&](std::int64_t gi, const Scratch& s) {
         const SplitGroup& g = plan.splits[gi];
         const GroupStore st = store_of(p, g, wave);
-        group_max(st, g.chunks, s.m);
-        apply_softmax_max(p, g.item, s.m);
+        group_max(p, g, st, s.m);
         include_sink(p, g.item, s.m);
         std::fill(s.l, s.l + st.R, 0.0f);
         std::fill(s.acc, s.acc + st.R * vd, 0.0f);
