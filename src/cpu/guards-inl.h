@@ -33,15 +33,14 @@ HWY_INLINE bool all_finite(DF df, const float* x, std::int64_t n) {
   return hn::AllFalse(df, bad);
 }
 
-/// Wide P·V over a tile whose V rows (nc x vd at v) may hold non-finite values: such a row is
+/// Wide P·V over a tile whose V rows (nc rows of vd) may hold non-finite values: such a row is
 /// added in scalar to the rows that weight it (P != 0) and then zeroed, so that the panel product
 /// never forms 0 * inf or 0 * NaN for rows that exclude it (25.1 #24). P is column-major (element
-/// (c, r) at pt[c * cs + r], Rp rows); acc_t is vd x Rp.
+/// (c, r) at pt[c * cs + r], Rp rows); V row c starts at v + c * ldv; acc_t is vd x Rp.
 HWY_INLINE void isolate_non_finite_values(DF df, const float* pt, std::int64_t cs, std::int64_t Rp, float* v,
-                                          std::int64_t nc, std::int64_t vd, float* acc_t) {
-  if (all_finite(df, v, nc * vd)) return;
+                                          std::int64_t ldv, std::int64_t nc, std::int64_t vd, float* acc_t) {
   for (std::int64_t c = 0; c < nc; ++c) {
-    float* vc = v + c * vd;
+    float* vc = v + c * ldv;
     if (all_finite(df, vc, vd)) continue;
     for (std::int64_t r = 0; r < Rp; ++r) {
       const float w = pt[c * cs + r];

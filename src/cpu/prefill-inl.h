@@ -36,7 +36,7 @@ HWY_INLINE void widen_tiled_rows(const typename Src::T* rows, std::int64_t strid
 template <class Src>
 void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int64_t count, bool keys, float* dst) {
   using T = typename Src::T;
-  const std::int64_t kw = p.qk_dim + p.rope_dim, width = keys ? kw : p.v_dim;
+  const std::int64_t kw = p.qk_dim + p.rope_dim, width = keys ? kw : v_tile_stride(p.v_dim);
   const bool antiquant = p.kv_format != KvFormat::kFloat;
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
   const std::int64_t row_bytes = kv_row_bytes(p, keys ? p.qk_dim : p.v_dim);
@@ -94,20 +94,27 @@ HWY_INLINE void block_product(DF df, const float* a, std::int64_t lda, const flo
   FIA_ZERO12(0) FIA_ZERO12(1) FIA_ZERO12(2) FIA_ZERO12(3)
 #undef FIA_ZERO12
 #undef FIA_ZERO6
+  // Column n at bn[(n % 3) * bc], bn the pointer to column 0, 3, 6 or 9: four pointers and bc
+  // stay in general registers whatever bc is, where twelve column offsets would spill.
+  const float* b0 = b;
+  const float* b3 = b + 3 * bc;
+  const float* b6 = b + 6 * bc;
+  const float* b9 = b + 9 * bc;
   for (std::int64_t x = 0; x < depth; ++x) {
     const float* ax = a + x * lda;
     const VF a0 = hn::Load(df, ax);
     const VF a1 = NV > 1 ? hn::Load(df, ax + L) : a0;
     const VF a2 = NV > 2 ? hn::Load(df, ax + 2 * L) : a0;
     const VF a3 = NV > 3 ? hn::Load(df, ax + 3 * L) : a0;
-    const float* bcol = b + x * bx;
-#define FIA_COLUMN(n)                                              \
-  if constexpr (NC > n) {                                          \
-    const VF bn = hn::Set(df, bcol[n * bc]);                       \
-    c0##n = hn::MulAdd(a0, bn, c0##n);                             \
-    if constexpr (NV > 1) c1##n = hn::MulAdd(a1, bn, c1##n);       \
-    if constexpr (NV > 2) c2##n = hn::MulAdd(a2, bn, c2##n);       \
-    if constexpr (NV > 3) c3##n = hn::MulAdd(a3, bn, c3##n);       \
+    const std::int64_t o = x * bx;
+#define FIA_COLUMN(n)                                                   \
+  if constexpr (NC > n) {                                               \
+    const float* bn = n < 3 ? b0 : n < 6 ? b3 : n < 9 ? b6 : b9;        \
+    const VF bv = hn::Set(df, bn[o + (n % 3) * bc]);                    \
+    c0##n = hn::MulAdd(a0, bv, c0##n);                                  \
+    if constexpr (NV > 1) c1##n = hn::MulAdd(a1, bv, c1##n);            \
+    if constexpr (NV > 2) c2##n = hn::MulAdd(a2, bv, c2##n);            \
+    if constexpr (NV > 3) c3##n = hn::MulAdd(a3, bv, c3##n);            \
   }
     FIA_COLUMN(0) FIA_COLUMN(1) FIA_COLUMN(2) FIA_COLUMN(3) FIA_COLUMN(4) FIA_COLUMN(5)
     FIA_COLUMN(6) FIA_COLUMN(7) FIA_COLUMN(8) FIA_COLUMN(9) FIA_COLUMN(10) FIA_COLUMN(11)
@@ -241,7 +248,7 @@ template <class Src>
 void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                      const RowStats& rs, float* l, float* acc) {
   const DF df;
-  const std::int64_t R = packed_rows(it), Rp = padded_rows(it), vd = p.v_dim;
+  const std::int64_t R = packed_rows(it), Rp = padded_rows(it), vd = p.v_dim, ldv = v_tile_stride(vd);
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const float* m = rs.max;
   std::fill(s.acc_t, s.acc_t + vd * Rp, 0.0f);
@@ -265,8 +272,8 @@ void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it
     }
     // acc_t[d][r] += sum_c P[c][r] * V[c][d]
     if (!tile_fully_visible(p, it, c0, nc) || p.has_pse)  // else no row excludes a key of the tile
-      isolate_non_finite_values(df, st, sv.col_stride, Rp, s.v, nc, vd, s.acc_t);
-    panel_product(df, st, sv.col_stride, Rp, s.v, 1, vd, vd, nc, s.acc_t, Rp, 1.0f, true);
+      isolate_non_finite_values(df, st, sv.col_stride, Rp, s.v, ldv, nc, vd, s.acc_t);
+    panel_product(df, st, sv.col_stride, Rp, s.v, 1, ldv, vd, nc, s.acc_t, Rp, 1.0f, true);
   }
   for (std::int64_t r = 0; r < R; ++r) {
     if (m[r] == kNegInf) l[r] = 0.0f;

@@ -49,7 +49,7 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
   if (p.full_quant.on || p.mla_full_quant.on) return s;  // carved by (mla_)full_quant_item
   s.tiles.q = take(R * kw);
   s.tiles.k = take(C * kw);
-  s.tiles.v = take(C * vd);
+  s.tiles.v = take(C * v_tile_stride(vd));
   s.tiles.acc_t = take(R * vd);
   s.acc = take(R * vd);
   s.m = take(R);

@@ -147,7 +147,7 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   const std::int64_t C = plan.tile.cols, R = max_rows;
   // Per worker: Q, K tile, V tile, accumulators (and transposed), row max, sum, a spare max, the
   // running max entering an item and the normalising factors (25.3), scores.
-  plan.floats_per_thread = round16(R * kw) + round16(C * kw) + round16(C * vd) + 2 * round16(R * vd) +
+  plan.floats_per_thread = round16(R * kw) + round16(C * kw) + round16(C * v_tile_stride(vd)) + 2 * round16(R * vd) +
                            5 * round16(R) + round16(thread_scores);
   const bool any = !plan.items.empty() || !plan.splits.empty();
   plan.workspace_bytes = any ? (plan.floats_per_thread * plan.threads + plan.wave_floats) * sizeof(float) + 64 : 0;

@@ -82,6 +82,11 @@ struct TileShape {
   std::int64_t cols = 0;  ///< KV columns per tile
 };
 
+/// Floats between the rows of a widened V tile of v_dim floats per row. P·V walks the tile down
+/// its columns, and rows a multiple of 512 bytes apart fall into a few L1 sets that cannot hold
+/// them all (a 128-row tile of 512 floats: 2 of 64 sets), so such rows get one cache line more.
+inline std::int64_t v_tile_stride(std::int64_t v_dim) { return v_dim % 128 == 0 ? v_dim + 16 : v_dim; }
+
 struct ItemScratch;
 struct ScoreView;
 struct RowStats;
