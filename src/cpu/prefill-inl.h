@@ -137,19 +137,27 @@ HWY_INLINE void block_product(DF df, const float* a, std::int64_t lda, const flo
 #undef FIA_STORE
 }
 
-/// All columns of one row block of NV vectors: blocks of 6 columns (12 for a single row vector),
-/// then single columns.
+/// All columns of one row block of NV vectors: blocks of 6 columns (12, then 8, for a single row
+/// vector), then one block of 4 and one of 2, then single columns, so that a tile of 128 columns
+/// or a head dim of 64, 128 or 512 never falls back to blocks whose few accumulators leave the
+/// FMAs waiting on their latency (a lone column of one row vector ran at an eighth of the rate).
 template <int NV>
 HWY_INLINE void row_block_product(DF df, const float* a, std::int64_t lda, const float* b, std::int64_t bc, std::int64_t bx,
                                   std::int64_t ncols, std::int64_t depth, float* out, std::int64_t ldo, float scale,
                                   bool accumulate) {
   std::int64_t c = 0;
-  if constexpr (NV == 1)
-    for (; c + 12 <= ncols; c += 12)
-      block_product<1, 12>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
-  for (; c + 6 <= ncols; c += 6)
-    block_product<NV, 6>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
-  for (; c < ncols; ++c) block_product<NV, 1>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
+  auto block = [&](auto nc) {
+    block_product<NV, decltype(nc)::value>(df, a, lda, b + c * bc, bc, bx, depth, out + c * ldo, ldo, scale, accumulate);
+    c += decltype(nc)::value;
+  };
+  if constexpr (NV == 1) {
+    while (c + 12 <= ncols) block(std::integral_constant<int, 12>());
+    if (c + 8 <= ncols) block(std::integral_constant<int, 8>());
+  }
+  while (c + 6 <= ncols) block(std::integral_constant<int, 6>());
+  if (c + 4 <= ncols) block(std::integral_constant<int, 4>());
+  if (c + 2 <= ncols) block(std::integral_constant<int, 2>());
+  if (c < ncols) block(std::integral_constant<int, 1>());
 }
 
 /// out[c][0:Rp) (stride ldo) = scale * sum_x a[x][0:Rp) * b(c, x) for c < ncols, or += when
