@@ -162,7 +162,8 @@ double bytes_read(const detail::Problem& p) {
   for (std::int64_t b = 0; b < p.batch; ++b) {
     const double L = static_cast<double>(p.kv_len(b));
     tokens += L;
-    bytes += L * heads * (static_cast<double>(p.qk_dim + p.v_dim) * kv_es + static_cast<double>(p.rope_dim) * rope_es);
+    const std::int64_t v_dim = p.values_are_keys ? 0 : p.v_dim;  // decode MLA reads V as the K rows
+    bytes += L * heads * (static_cast<double>(p.qk_dim + v_dim) * kv_es + static_cast<double>(p.rope_dim) * rope_es);
     for (const detail::KvSegment& seg : p.segments) {  // the block-table entries the lengths reach
       if (seg.paged && seg.block_size > 0)
         bytes += 4.0 * static_cast<double>((seg.length[b] + seg.block_size - 1) / seg.block_size);
@@ -185,6 +186,7 @@ bool describe_work(Workload& w) {
   const std::int64_t mode = w.copies[0]->args.sparse_mode;
   const bool causal = mode == 2 || mode == 3;
   w.bytes_per_call = bytes_read(p);
+  w.values_are_keys = p.values_are_keys;
   // QK over QK_D + rope (MLA: 512 + 64), PV over V_D; 2 FLOPs per multiply-add.
   w.flops_per_call = 2.0 * static_cast<double>(p.num_heads) * cells * static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim) *
                      (causal ? 0.5 : 1.0);
@@ -241,15 +243,20 @@ Workload load_case_workload(const std::string& dir) {
 
 void add_cold_copies(Workload& w, double bytes) {
   if (!w.decode || w.copies.empty() || !w.error.empty()) return;
-  double kv_bytes = 0.0;
   const FiaArgs& a = w.copies[0]->args;
-  for (const auto* v : {&a.key[0], &a.value[0]}) kv_bytes += static_cast<double>(v->numel()) * static_cast<double>(dtype_size(v->dtype));
+  std::vector<bool> parts{true};  // key; and value unless the call ignores it (V := K)
+  if (!w.values_are_keys) parts.push_back(false);
+  double kv_bytes = 0.0;
+  for (const bool key : parts) {
+    const TensorView& v = key ? a.key[0] : a.value[0];
+    kv_bytes += static_cast<double>(v.numel()) * static_cast<double>(dtype_size(v.dtype));
+  }
   const auto n = static_cast<std::size_t>(std::max(2.0, std::ceil(bytes / std::max(kv_bytes, 1.0))));
   std::mt19937_64 rng(99);
   while (w.copies.size() < n) {
     auto c = std::make_unique<CallData>();
     c->args = a;
-    for (const bool key : {true, false}) {
+    for (const bool key : parts) {
       const TensorView& v = key ? a.key[0] : a.value[0];
       OwnedTensor t(v.dtype, v.shape);
       fill_random(t, rng);

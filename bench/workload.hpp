@@ -35,6 +35,7 @@ struct Workload {
   double flops_per_call = 0.0;
   std::string error;            ///< set when the workload cannot be built or run
   bool unsupported = false;     ///< the library rejects the call as not supported yet (kUnsupported)
+  bool values_are_keys = false; ///< decode MLA (V := K): `value` is ignored, not read or rotated
 };
 
 /// Reads a shapes file (see ../shared/bench/shapes.json: name, what, params, tensors). Entries
@@ -52,7 +53,8 @@ Workload load_case_workload(const std::string& dir);
 void add_cold_copies(Workload& w, double bytes);
 
 /// The bytes one call of validated problem `p` reads (Workload::bytes_per_call): K + V
-/// (+ key_rope) over the tokens the lengths cover in the stored dtype, the antiquant scales and offsets
+/// (+ key_rope) over the tokens the lengths cover in the stored dtype (K alone when V := K, decode
+/// MLA), the antiquant scales and offsets
 /// (per-token: one F32 per token, per KV head in modes 3 and 5; otherwise the KV_N x D channel
 /// tables in the query dtype) and the block-table entries of paged segments.
 double bytes_read(const detail::Problem& p);

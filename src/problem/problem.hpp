@@ -246,6 +246,10 @@ struct Problem {
     float key_scale = 1.0f, value_scale = 1.0f;
   } mla_full_quant;
 
+  /// Decode MLA (FIA-SPEC 15.4, 25.1 #11): V := K, the value rows are the key rows (`value` is
+  /// ignored), so each latent row is stored, and read, once.
+  bool values_are_keys = false;
+
   /// FIA-SPEC 19: the query is empty; nothing was validated and nothing is computed. out_shape is
   /// the query's shape in the output layout (the query's own shape when the layout is unknown).
   bool empty_query = false;

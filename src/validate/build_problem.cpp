@@ -276,6 +276,7 @@ void fill_problem(const Ctx& c, Problem* p) {
   p->q_token_start = c.q_token_start;
   const std::int64_t rows = p->token_layout ? c.q_tokens : c.q_seq;
   p->out_shape = shape_in_layout(c.layout.out, c.batch, rows, c.num_heads, c.v_dim);
+  p->values_are_keys = c.decode_mla;
   p->lse = a.softmax_lse_flag;
   if (!p->lse) p->lse_shape = {1};
   else if (p->token_layout) p->lse_shape = {c.q_tokens, c.num_heads, 1};

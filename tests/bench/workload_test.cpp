@@ -87,9 +87,10 @@ TEST(BenchWorkload, FloatShapesReadKvAndBlockTablesAndDoTheirFlops) {
   EXPECT_DOUBLE_EQ(w[0].bytes_per_call, 2.0 * 8 * 4096 * 128 * 2);  // K + V, fp16
   // D2: 16 x 2048 tokens of paged fp16 K + V (H = 1024), and 16 block-table entries per batch.
   EXPECT_DOUBLE_EQ(w[1].bytes_per_call, 16.0 * 2048 * 1024 * 2 * 2 + 16.0 * 16 * 4);
-  // D6 (MLA): 8 x 4096 tokens of bf16 K (512), V (512) and key_rope (64), 32 table entries each;
-  // QK over 576 dims, PV over 512.
-  EXPECT_DOUBLE_EQ(w[2].bytes_per_call, 8.0 * 4096 * (512 + 512 + 64) * 2 + 8.0 * 32 * 4);
+  // D6 (decode MLA, V := K): 8 x 4096 tokens of bf16 K (512) and key_rope (64), 32 table entries
+  // each; the value tensor is ignored. QK over 576 dims, PV over 512.
+  EXPECT_TRUE(w[2].values_are_keys);
+  EXPECT_DOUBLE_EQ(w[2].bytes_per_call, 8.0 * 4096 * (512 + 64) * 2 + 8.0 * 32 * 4);
   EXPECT_DOUBLE_EQ(w[2].flops_per_call, 2.0 * 16 * 8 * 4096 * (576 + 512));
   EXPECT_FALSE(w[3].decode);
   EXPECT_DOUBLE_EQ(w[3].flops_per_call, 4.0 * 32 * 2048 * 2048 * 128 / 2);  // causal halves
@@ -239,6 +240,28 @@ TEST(BenchWorkload, ColdCopiesHoldDifferentKvAndGiveResultsOfTheSameCall) {
       EXPECT_TRUE(criterion_a(out.attention_out, exact.out).pass) << "copy " << i;
     }
   }
+}
+
+// Decode MLA ignores `value` (V := K): its copies rotate the keys alone, sized by the key bytes,
+// and still give the result of the same call.
+TEST(BenchWorkload, ColdCopiesOfDecodeMlaRotateTheKeysAlone) {
+  bench::Workload w = shape("D6");
+  ASSERT_TRUE(w.error.empty()) << w.error;
+  ASSERT_TRUE(w.values_are_keys);
+  const TensorView& key = w.copies[0]->args.key[0];
+  const double key_bytes = static_cast<double>(key.numel()) * static_cast<double>(dtype_size(key.dtype));
+  bench::add_cold_copies(w, 3.0 * key_bytes);
+  ASSERT_EQ(w.copies.size(), 3u);
+  for (std::size_t i = 1; i < 3; ++i) {
+    EXPECT_NE(w.copies[i]->args.key[0].data, w.copies[0]->args.key[0].data);
+    EXPECT_EQ(w.copies[i]->args.value[0].data, w.copies[0]->args.value[0].data);
+  }
+  Outputs a, b;
+  ASSERT_TRUE(run_call(w.copies[1]->args, Backend::kCpu, 2, &a).ok());
+  FiaArgs same = w.copies[1]->args;
+  same.value = w.copies[2]->args.key;  // any value: it is not read
+  ASSERT_TRUE(run_call(same, Backend::kCpu, 2, &b).ok());
+  EXPECT_EQ(a.attention_out.bytes, b.attention_out.bytes);
 }
 
 }  // namespace
