@@ -21,16 +21,11 @@ namespace fia::detail {
 /// channel scales of their KV head (FIA-SPEC 12.1).
 void fold_key_scale(const Problem& p, const WorkItem& it, float* q, std::int64_t kw);
 
-/// Multiplies the products of the item's rows with tokens [j0, j0 + count) (logical columns of one
-/// KvRun, element (r, c) at s[r * row_stride + c]) by the key token scales. No-op without them.
-void finish_key_scores(const Problem& p, const WorkItem& it, std::int64_t j0, std::int64_t count, float* s,
-                       std::int64_t row_stride);
-
-/// Multiplies P of tokens [j0, j0 + count) (one KvRun; element (r, c) at pr[r * row_stride + c])
-/// by the value token scales; a masked key (P = 0) stays 0 whatever its scale slot holds
-/// (25.1 #24). No-op without token scales.
-void scale_p_for_values(const Problem& p, const WorkItem& it, std::int64_t j0, std::int64_t count, float* pr,
-                        std::int64_t row_stride);
+/// The token scales of packed row r of item `it` from logical column j0 on (per-token modes of
+/// FIA-SPEC 12.3): the scale of column j0 + c at (*scales)[c * *stride]. False without token scales.
+/// The decode kernels multiply the scores (K) and P (V) by them (decode-inl.h, token_scale_rows).
+bool row_token_scales(const Problem& p, const Antiquant& q, const WorkItem& it, std::int64_t r, std::int64_t j0,
+                      const float** scales, std::int64_t* stride);
 
 /// acc[r][d] *= cs[d] (the value channel scales) for the item's rows. No-op without them.
 void finish_values(const Problem& p, const WorkItem& it, float* acc);

@@ -222,6 +222,29 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
 #endif
 }
 
+/// Multiplies the item's rows over tokens [j0, j0 + count) (element (r, c) at x[r * row_stride + c])
+/// by the token scales of `q` (cpu/antiquant.hpp): the key scales into the scores, the value scales
+/// into P. With kKeepZeros a zero stays zero whatever the scale slot holds (a masked key's slot may
+/// hold NaN, 25.1 #24). Contiguous scales a vector at a time. No-op without token scales.
+template <bool kKeepZeros>
+HWY_INLINE void token_scale_rows(DF df, const Problem& p, const Antiquant& q, const WorkItem& it, std::int64_t j0,
+                                 std::int64_t count, float* x, std::int64_t row_stride) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  for (std::int64_t r = 0; r < packed_rows(it); ++r) {
+    const float* ts = nullptr;
+    std::int64_t st = 0;
+    if (!row_token_scales(p, q, it, r, j0, &ts, &st)) return;
+    float* row = x + r * row_stride;
+    std::int64_t c = 0;
+    if (st == 1)
+      for (; c + L <= count; c += L) {
+        const VF v = hn::LoadU(df, row + c), y = hn::Mul(v, hn::LoadU(df, ts + c));
+        hn::StoreU(kKeepZeros ? hn::IfThenZeroElse(hn::Eq(v, hn::Zero(df)), y) : y, df, row + c);
+      }
+    for (; c < count; ++c) row[c] = kKeepZeros && row[c] == 0.0f ? 0.0f : row[c] * ts[c * st];
+  }
+}
+
 /// x[0:n) = saturate(x * scale) in place; returns the max.
 HWY_INLINE float scale_row(DF df, float* x, std::int64_t n, float scale) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
@@ -274,7 +297,7 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
                          }
                        });
                      });
-      if (antiquant) finish_key_scores(p, it, c0 + c, run.count, tile_scores + c, sv.row_stride);
+      if (antiquant) token_scale_rows<false>(df, p, p.key_antiquant, it, c0 + c, run.count, tile_scores + c, sv.row_stride);
     });
     const bool plain = tile_fully_visible(p, it, c0, nc) && !p.has_pse;
     for (std::int64_t r = 0; r < R; ++r) {
@@ -374,7 +397,7 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
       else l[r] += exp_row(df, row, nc, m[r], p.p_rule.round_to);
     }
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
-      if (antiquant) scale_p_for_values(p, it, c0 + c, run.count, tile_p + c, sv.row_stride);
+      if (antiquant) token_scale_rows<true>(df, p, p.value_antiquant, it, c0 + c, run.count, tile_p + c, sv.row_stride);
       for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd,
                      [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
