@@ -7,7 +7,8 @@
 //   acc[d]   = Σ_t P(t) x'[t][d] cs[d] ts(t) = cs[d] * Σ_t (P ⊙ ts)(t) x'[t][d]
 // Products reassociated this way differ from dequantize-then-multiply only by f32 rounding; an
 // offset is never folded into a separate sum, where cancellation would lose the result.
-// Target-independent: the work here is per row and per token, not per product.
+// Target-independent: the work here is per row, not per product; the per-token scales are applied
+// by the decode kernels a vector at a time (decode-inl.h, token_scale_rows).
 #pragma once
 
 #include <cstdint>
