@@ -39,7 +39,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 template <class QSrc, class KvSrc>
 ItemKernels kernels_for() {
   ItemKernels k;
-  k.narrow_scores = &narrow_scores<KvSrc>;
+  k.narrow_scores = &narrow_scores<QSrc, KvSrc>;
   k.wide_scores = &wide_scores<QSrc, KvSrc>;
   k.narrow_accumulate = &narrow_accumulate<KvSrc>;
   k.wide_accumulate = &wide_accumulate<KvSrc>;

@@ -264,12 +264,28 @@ HWY_INLINE float scale_row(DF df, float* x, std::int64_t n, float scale) {
   return m;
 }
 
-template <class Src>
+/// The query rows (with their rope parts) of the item's packed rows as floats, packed row r at
+/// dst + r * (qk_dim + rope_dim), widened a vector at a time from the query dtype (QSrc).
+template <class QSrc>
+HWY_INLINE void widen_query_rows(const Problem& p, const WorkItem& it, float* dst) {
+  using T = typename QSrc::T;
+  const std::size_t es = sizeof(T);
+  const std::int64_t kw = p.qk_dim + p.rope_dim;
+  for (std::int64_t r = 0; r < packed_rows(it); ++r) {
+    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+    widen_row<QSrc>(reinterpret_cast<const T*>(element_at(p.query.base, p.query.offset(it.b, n, i), es)), p.qk_dim, dst + r * kw);
+    if (p.rope_dim > 0)
+      widen_row<QSrc>(reinterpret_cast<const T*>(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es)),
+                      p.rope_dim, dst + r * kw + p.qk_dim);
+  }
+}
+
+template <class QSrc, class Src>
 void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                    float* m) {
   const DF df;
   const std::int64_t R = packed_rows(it), kw = p.qk_dim + p.rope_dim;
-  for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r * kw, 1);
+  widen_query_rows<QSrc>(p, it, s.q);
   // Antiquant K (cpu/antiquant.hpp): channel scales folded into Q, token scales into the scores.
   const bool antiquant = p.kv_format != KvFormat::kFloat;
   if (antiquant) fold_key_scale(p, it, s.q, kw);

@@ -219,15 +219,7 @@ void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, co
   // buffer first when they fit there.
   std::fill(s.q, s.q + kw * Rp, 0.0f);
   if (R <= tile.cols) {
-    using T = typename QSrc::T;
-    const std::size_t es = sizeof(T);
-    for (std::int64_t r = 0; r < R; ++r) {
-      const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
-      widen_row<QSrc>(reinterpret_cast<const T*>(element_at(p.query.base, p.query.offset(it.b, n, i), es)), p.qk_dim, s.k + r * kw);
-      if (p.rope_dim > 0)
-        widen_row<QSrc>(reinterpret_cast<const T*>(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es)), p.rope_dim,
-                       s.k + r * kw + p.qk_dim);
-    }
+    widen_query_rows<QSrc>(p, it, s.k);
     for (std::int64_t x = 0; x < kw; ++x)
       for (std::int64_t r = 0; r < R; ++r) s.q[x * Rp + r] = s.k[r * kw + x];
   } else {
