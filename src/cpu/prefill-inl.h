@@ -138,9 +138,9 @@ HWY_INLINE void block_product(DF df, const float* a, std::int64_t lda, const flo
 }
 
 /// All columns of one row block of NV vectors: blocks of 6 columns (12, then 8, for a single row
-/// vector), then one block of 4 and one of 2, then single columns, so that a tile of 128 columns
-/// or a head dim of 64, 128 or 512 never falls back to blocks whose few accumulators leave the
-/// FMAs waiting on their latency (a lone column of one row vector ran at an eighth of the rate).
+/// vector), then at most one block each of 4, 2 and 1, so that a tile of 128 columns or a head dim
+/// of 64, 128 or 512 never ends in single columns, whose one accumulator per row vector leaves the
+/// FMAs waiting on their latency.
 template <int NV>
 HWY_INLINE void row_block_product(DF df, const float* a, std::int64_t lda, const float* b, std::int64_t bc, std::int64_t bx,
                                   std::int64_t ncols, std::int64_t depth, float* out, std::int64_t ldo, float scale,
