@@ -96,10 +96,25 @@ HWY_INLINE bool has_offsets(const Problem& p, bool keys) {
   return p.kv_format != KvFormat::kFloat && (!q.channel_offset.empty() || q.token_offset != nullptr);
 }
 
+/// True when decode reads the int4 rows of K (keys) or V in place, in lane order (I4LanesSrc):
+/// on AVX-512 targets, for rows without offsets, a multiple of 32 elements long, without a rope
+/// part. The query rows (K) and the accumulators (V) are then in lane order too.
+HWY_INLINE bool int4_in_lane_order(const Problem& p, bool keys) {
+#ifdef FIA_INT4_LANES
+  return p.kv_format == KvFormat::kInt4 && !has_offsets(p, keys) &&
+         (keys ? p.qk_dim % 32 == 0 && p.rope_dim == 0 : p.v_dim % 32 == 0);
+#else
+  (void)p;
+  (void)keys;
+  return false;
+#endif
+}
+
 /// Calls fn(As<Dot>(), t0, rows, prefetch) over `sub` (the token rows of K when `keys`, else V, of
 /// batch b, KV head h, logical columns from j) as the decode products read it:
 ///   - float rows and int8 rows without offsets: the run itself, in place;
-///   - int4 rows without offsets: blocks unpacked to int8 rows (byte operations, once per row
+///   - int4 rows in lane order (int4_in_lane_order): the run itself, in place;
+///   - other int4 rows without offsets: blocks unpacked to int8 rows (byte operations, once per row
 ///     for every query row of the group instead of nibble shifts in every product);
 ///   - int8/int4 rows with offsets: blocks dequantized to f32 rows x + offset (FIA-SPEC 12.1:
 ///     the offset is added before any product, so an offset that cancels the stored value leaves
@@ -111,6 +126,13 @@ HWY_INLINE void for_each_row_block(const Problem& p, const KvRun& sub, bool keys
                                    std::int64_t j, const Prefetch& pf, Fn fn) {
   constexpr bool kInt = std::is_same_v<Src, I8Src> || std::is_same_v<Src, I4Src>;
   const bool offsets = kInt && has_offsets(p, keys);
+#ifdef FIA_INT4_LANES
+  if constexpr (std::is_same_v<Src, I4Src>)
+    if (int4_in_lane_order(p, keys)) {
+      fn(As<I4LanesSrc>(), 0, sub, pf);
+      return;
+    }
+#endif
   if (!offsets && !std::is_same_v<Src, I4Src>) {
     fn(As<Src>(), 0, sub, pf);
     return;
@@ -289,6 +311,8 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
   // Antiquant K (cpu/antiquant.hpp): channel scales folded into Q, token scales into the scores.
   const bool antiquant = p.kv_format != KvFormat::kFloat;
   if (antiquant) fold_key_scale(p, it, s.q, kw);
+  if (int4_in_lane_order(p, true))
+    for (std::int64_t r = 0; r < R; ++r) permute_lane_order<false>(s.q + r * kw, p.qk_dim);
   std::fill(m, m + R, kNegInf);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
@@ -351,10 +375,18 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
     bool weighted = false;
     for (int r = 0; r < ROWS; ++r) weighted |= pr[r * ps + t] != 0.0f;
     if (!weighted) continue;
-    const VF v0 = Src::load(df, vt, d0);
-    const VF v1 = NV > 1 ? Src::load(df, vt, d0 + L) : v0;
-    const VF v2 = NV > 2 ? Src::load(df, vt, d0 + 2 * L) : v0;
-    const VF v3 = NV > 3 ? Src::load(df, vt, d0 + 3 * L) : v0;
+    VF v0, v1, v2, v3;
+    if constexpr (BlockPairSource<Src>) {
+      static_assert(NV % 2 == 0, "pair sources load two vectors at a time");
+      Src::load2(df, vt, d0, v0, v1);
+      if constexpr (NV > 2) Src::load2(df, vt, d0 + 2 * L, v2, v3);
+      else v2 = v3 = v0;
+    } else {
+      v0 = Src::load(df, vt, d0);
+      v1 = NV > 1 ? Src::load(df, vt, d0 + L) : v0;
+      v2 = NV > 2 ? Src::load(df, vt, d0 + 2 * L) : v0;
+      v3 = NV > 3 ? Src::load(df, vt, d0 + 3 * L) : v0;
+    }
 #define FIA_ROW(r)                                        \
   if constexpr (ROWS > r)                                 \
     if (!Src::kSkipZeroWeights || pr[r * ps + t] != 0.0f) { \
@@ -385,7 +417,11 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
   std::int64_t d0 = 0;
   for (; d0 + kBlockVectors * L <= vd; d0 += kBlockVectors * L)
     run_axpy<Src, ROWS, kBlockVectors>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
-  for (; d0 + L <= vd; d0 += L) run_axpy<Src, ROWS, 1>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
+  if constexpr (BlockPairSource<Src>) {  // vd is a multiple of 2 vectors
+    for (; d0 + 2 * L <= vd; d0 += 2 * L) run_axpy<Src, ROWS, 2>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
+  } else {
+    for (; d0 + L <= vd; d0 += L) run_axpy<Src, ROWS, 1>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
+  }
   const auto* v = static_cast<const typename Src::T*>(run.value);
   for (std::int64_t d = d0; d < vd; ++d)
     for (std::int64_t t = 0; t < run.count; ++t)
@@ -435,6 +471,8 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
                      });
     });
   }
+  if (int4_in_lane_order(p, false))
+    for (std::int64_t r = 0; r < R; ++r) permute_lane_order<true>(acc + r * vd, vd);
   if (antiquant) finish_values(p, it, acc);
 }
 

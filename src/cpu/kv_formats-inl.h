@@ -94,6 +94,57 @@ struct I4Src {
   }
 };
 
+/// The logical element at position d of a row in I4LanesSrc's lane order: per block of 32, the
+/// even elements, then the odd ones.
+HWY_INLINE std::int64_t lane_order_element(std::int64_t d) {
+  return (d & ~std::int64_t{31}) + 2 * (d & 15) + ((d >> 4) & 1);
+}
+
+// int4 rows read in place through a 16-entry table on AVX-512 (vpermps looks at the low 4 bits of
+// each index lane, so a lane holding a whole byte indexes by its low nibble).
+#undef FIA_INT4_LANES
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || HWY_TARGET == HWY_AVX3_SPR
+#define FIA_INT4_LANES 1
+
+/// int4 K/V (FIA-SPEC 12.6) read in place, a block of 32 elements (16 bytes) at a time in lane
+/// order: the block's even elements (the low nibbles) in one vector, its odd elements (the high
+/// nibbles) in the next. Per 32 elements: one byte-to-lane widening, one shift and two table
+/// lookups, with no unpacked copy of the row. The other operand of a product must be in the same
+/// order (permute_lane_order).
+struct I4LanesSrc {
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
+  static constexpr bool kBlockPairs = true;        ///< loaded by load2, two vectors at a time
+  using T = std::int32_t;
+  static float one(const T* row, std::int64_t d) { return I4Src::one(row, lane_order_element(d)); }
+  /// Positions [d, d + 32) in lane order, d a multiple of 32.
+  static void load2(DF, const T* row, std::int64_t d, VF& even, VF& odd) {
+    const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
+    const __m512i bytes = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const std::uint8_t*>(row) + d / 2)));
+    even = VF{_mm512_permutexvar_ps(bytes, table)};
+    odd = VF{_mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), table)};
+  }
+};
+#endif  // FIA_INT4_LANES
+
+/// Rows of a source that loads two vectors at a time (load2).
+template <class Src>
+concept BlockPairSource = requires { Src::kBlockPairs; };
+
+/// row[0:n) (n a multiple of 32) rearranged from logical order into I4LanesSrc's lane order, or
+/// back (kBack).
+template <bool kBack>
+HWY_INLINE void permute_lane_order(float* row, std::int64_t n) {
+  float block[32];
+  for (std::int64_t b = 0; b < n; b += 32) {
+    std::memcpy(block, row + b, sizeof(block));
+    for (std::int64_t d = 0; d < 32; ++d) {
+      if (kBack) row[b + lane_order_element(d)] = block[d];
+      else row[b + d] = block[lane_order_element(d)];
+    }
+  }
+}
+
 /// int4 row -> int8 row: out[0:n) = the n (even) nibbles of `row`, sign-extended (FIA-SPEC 12.6).
 /// Whole vectors of bytes at a time: low and high nibbles split, sign-extended with (x ^ 8) - 8,
 /// stored interleaved (byte k holds elements 2k and 2k + 1).

@@ -92,18 +92,9 @@ HWY_INLINE VF sum16(const VF* v) {
 #endif  // FIA_SUM16
 
 #ifdef FIA_DOTS4
-/// a[4r + j] += q row r times K row k[j] over n elements, for ROWS rows and 4 tokens; the
-/// elements past the last full vector go to tail[4r + j]. Each lane's FMA chain and the sum tree
-/// (sum16 or sums_of_4) depend only on (row, token), so a token's score is the same bits in any group of 4.
-template <class Src, int ROWS>
-HWY_INLINE void dots4(DF df, const float* q, std::int64_t kw, const typename Src::T* const* k, std::int64_t n, VF* a,
-                      float* tail) {
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-  const auto *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3];
-  std::int64_t d = 0;
-  for (; d + L <= n; d += L) {
-    const VF x0 = Src::load(df, k0, d), x1 = Src::load(df, k1, d);
-    const VF x2 = Src::load(df, k2, d), x3 = Src::load(df, k3, d);
+/// a[4r + j] += q row r (from element d) times x[j], for ROWS rows: one vector of 4 tokens.
+template <int ROWS>
+HWY_INLINE void dots4_step(DF df, const float* q, std::int64_t kw, std::int64_t d, VF x0, VF x1, VF x2, VF x3, VF* a) {
 #define FIA_ROW(r)                                   \
   if constexpr (ROWS > r) {                          \
     const VF qv = hn::LoadU(df, q + r * kw + d);     \
@@ -112,8 +103,36 @@ HWY_INLINE void dots4(DF df, const float* q, std::int64_t kw, const typename Src
     a[4 * r + 2] = hn::MulAdd(qv, x2, a[4 * r + 2]); \
     a[4 * r + 3] = hn::MulAdd(qv, x3, a[4 * r + 3]); \
   }
-    FIA_ROW(0) FIA_ROW(1) FIA_ROW(2) FIA_ROW(3)
+  FIA_ROW(0) FIA_ROW(1) FIA_ROW(2) FIA_ROW(3)
 #undef FIA_ROW
+}
+
+/// a[4r + j] += q row r times K row k[j] over n elements, for ROWS rows and 4 tokens; the
+/// elements past the last full vector go to tail[4r + j]. Each lane's FMA chain and the sum tree
+/// (sum16 or sums_of_4) depend only on (row, token), so a token's score is the same bits in any group of 4.
+/// Sources loading two vectors at a time (BlockPairSource) need n a multiple of 2 vectors.
+template <class Src, int ROWS>
+HWY_INLINE void dots4(DF df, const float* q, std::int64_t kw, const typename Src::T* const* k, std::int64_t n, VF* a,
+                      float* tail) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const auto *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3];
+  std::int64_t d = 0;
+  if constexpr (BlockPairSource<Src>) {
+    for (; d + 2 * L <= n; d += 2 * L) {
+      VF x0, x1, x2, x3, y0, y1, y2, y3;
+      Src::load2(df, k0, d, x0, y0);
+      Src::load2(df, k1, d, x1, y1);
+      Src::load2(df, k2, d, x2, y2);
+      Src::load2(df, k3, d, x3, y3);
+      dots4_step<ROWS>(df, q, kw, d, x0, x1, x2, x3, a);
+      dots4_step<ROWS>(df, q, kw, d + L, y0, y1, y2, y3, a);
+    }
+  } else {
+    for (; d + L <= n; d += L) {
+      const VF x0 = Src::load(df, k0, d), x1 = Src::load(df, k1, d);
+      const VF x2 = Src::load(df, k2, d), x3 = Src::load(df, k3, d);
+      dots4_step<ROWS>(df, q, kw, d, x0, x1, x2, x3, a);
+    }
   }
   for (; d < n; ++d)
     for (int r = 0; r < ROWS; ++r)

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <random>
 #include <sstream>
@@ -67,6 +68,33 @@ inline void expect_same_bits(const FiaArgs& a, const std::string& a_what, const 
       << "attention_out, " << a_what << " vs " << b_what << ": " << describe(spec);
   EXPECT_EQ(first_difference(x.softmax_lse, y.softmax_lse), "")
       << "softmax_lse, " << a_what << " vs " << b_what << ": " << describe(spec);
+}
+
+/// Runs two calls that store the same quantized KV in formats whose products may sum in different
+/// orders (the decode kernels read int4 rows in lane order on AVX-512, int8 rows in logical order:
+/// cpu/decode-inl.h, int4_in_lane_order): attention_out in float32 (Options::float32_out, before
+/// its rounding to the query dtype) within 2e-5 + 2e-5 |y|, finite LSEs within 2e-5, infinite
+/// ones equal.
+inline void expect_close(const FiaArgs& a, const std::string& a_what, const FiaArgs& b, const std::string& b_what,
+                         const CallSpec& spec) {
+  Options o;
+  o.backend = Backend::kCpu;
+  o.threads = 2;
+  o.float32_out = true;
+  Outputs x, y;
+  ASSERT_TRUE(fused_infer_attention_score(a, o, &x).ok()) << a_what << ": " << describe(spec);
+  ASSERT_TRUE(fused_infer_attention_score(b, o, &y).ok()) << b_what << ": " << describe(spec);
+  ASSERT_EQ(x.attention_out.numel(), y.attention_out.numel());
+  for (std::int64_t e = 0; e < x.attention_out.numel(); ++e) {
+    const float xv = x.attention_out.as<float>()[e], yv = y.attention_out.as<float>()[e];
+    ASSERT_NEAR(xv, yv, 2e-5 + 2e-5 * std::fabs(yv)) << "element " << e << ", " << a_what << " vs " << b_what << ": "
+                                                     << describe(spec);
+  }
+  for (std::int64_t e = 0; e < x.softmax_lse.numel(); ++e) {
+    const float xv = x.softmax_lse.as<float>()[e], yv = y.softmax_lse.as<float>()[e];
+    if (std::isinf(yv)) ASSERT_EQ(xv, yv) << "lse " << e << ": " << describe(spec);
+    else ASSERT_NEAR(xv, yv, 2e-5) << "lse " << e << ", " << a_what << " vs " << b_what << ": " << describe(spec);
+  }
 }
 
 /// A random BNSD int8/int4 call in `storage` with a random kind of antiquant parameters among

@@ -115,9 +115,9 @@ TEST_P(DequantizedEqualsFloat, WithinF32Rounding) {
 INSTANTIATE_TEST_SUITE_P(Cases, DequantizedEqualsFloat, ::testing::Range(0, 24));
 
 // ---------------------------------------------------------------------------------------------
-// (c) An int4 cache equals the int8 cache of the same (unpacked) values: the same bits from the
-// cpu backend, the same doubles from the reference. With unit scales (the integers themselves)
-// and with the random scales.
+// (c) An int4 cache equals the int8 cache of the same (unpacked) values: the cpu backend within
+// f32 rounding (it may sum the products of the two formats in different orders), the reference
+// to the same doubles. With unit scales (the integers themselves) and with the random scales.
 
 /// The int8 copy of an int4 tensor (same logical shape).
 OwnedTensor unpack(const TensorView& t) {
@@ -128,7 +128,7 @@ OwnedTensor unpack(const TensorView& t) {
 
 class Int4EqualsInt8 : public ::testing::TestWithParam<int> {};
 
-TEST_P(Int4EqualsInt8, SameBitsAndSameReference) {
+TEST_P(Int4EqualsInt8, WithinF32RoundingAndSameReference) {
   const int i = GetParam();
   const KvStorage storage = i % 3 == 0 ? KvStorage::kPaged : i % 3 == 1 ? KvStorage::kTensorList : KvStorage::kContiguous;
   CallSpec spec = quant_spec(static_cast<std::uint64_t>(i) + 1000, storage, KvQuant::kInt4);
@@ -149,7 +149,7 @@ TEST_P(Int4EqualsInt8, SameBitsAndSameReference) {
     c8.args.key_shared_prefix = c8.keep(unpack(c4.args.key_shared_prefix));
     c8.args.value_shared_prefix = c8.keep(unpack(c4.args.value_shared_prefix));
   }
-  expect_same_bits(c4.args, "int4", c8.args, "int8", spec);
+  expect_close(c4.args, "int4", c8.args, "int8", spec);
   detail::ReferenceResult r4, r8;
   ASSERT_TRUE(reference_exact(c4.args, &r4).ok()) << describe(spec);
   ASSERT_TRUE(reference_exact(c8.args, &r8).ok()) << describe(spec);
