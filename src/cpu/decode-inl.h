@@ -353,6 +353,32 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
   }
 }
 
+/// Bit c set when any of the ROWS rows of P (row r at pr + r * ps) has a nonzero (or NaN) weight
+/// at column c, for the n <= 64 columns from pr on: whole vectors compared at once, the columns
+/// past the last full vector one by one.
+template <int ROWS>
+HWY_INLINE std::uint64_t weighted_columns(DF df, const float* pr, std::int64_t ps, std::int64_t n) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const VF zero = hn::Zero(df);
+  std::uint64_t bits = 0;
+  std::int64_t c = 0;
+  for (; c + L <= n; c += L) {
+    auto any = hn::Ne(hn::LoadU(df, pr + c), zero);
+    for (int r = 1; r < ROWS; ++r) any = hn::Or(any, hn::Ne(hn::LoadU(df, pr + r * ps + c), zero));
+    std::uint8_t mask_bytes[8] = {};
+    hn::StoreMaskBits(df, any, mask_bytes);
+    std::uint64_t word = 0;
+    std::memcpy(&word, mask_bytes, sizeof(word));
+    bits |= word << c;
+  }
+  for (; c < n; ++c) {
+    bool any = false;
+    for (int r = 0; r < ROWS; ++r) any |= pr[r * ps + c] != 0.0f;
+    bits |= std::uint64_t{any} << c;
+  }
+  return bits;
+}
+
 /// acc[r][d0 : d0 + NV*L) += sum over the run's tokens of p[r][t] * V[t][d0 : ...], for ROWS rows;
 /// the accumulators stay in registers over the whole run.
 template <class Src, int ROWS, int NV>
@@ -367,14 +393,14 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
   FIA_ACC_LOAD(2, 0) FIA_ACC_LOAD(2, 1) FIA_ACC_LOAD(2, 2) FIA_ACC_LOAD(2, 3)
   FIA_ACC_LOAD(3, 0) FIA_ACC_LOAD(3, 1) FIA_ACC_LOAD(3, 2) FIA_ACC_LOAD(3, 3)
 #undef FIA_ACC_LOAD
+  std::uint64_t weighted = 0;  // of the 64 columns from t & ~63 on (weighted_columns)
   for (std::int64_t t = 0; t < run.count; ++t) {
     const T* vt = v + t * run.value_stride;
     pf.at(t);
     // The rows share one query row, so a key excluded for one is excluded for all (weight 0): it
     // is skipped, never multiplied by 0, whatever its V holds (25.1 #24).
-    bool weighted = false;
-    for (int r = 0; r < ROWS; ++r) weighted |= pr[r * ps + t] != 0.0f;
-    if (!weighted) continue;
+    if ((t & 63) == 0) weighted = weighted_columns<ROWS>(df, pr + t, ps, std::min<std::int64_t>(64, run.count - t));
+    if (((weighted >> (t & 63)) & 1) == 0) continue;
     VF v0, v1, v2, v3;
     if constexpr (BlockPairSource<Src>) {
       static_assert(NV % 2 == 0, "pair sources load two vectors at a time");
