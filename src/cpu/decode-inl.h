@@ -43,21 +43,39 @@ struct Prefetch {
   }
 };
 
+/// The tokens of item `it` after `run` (a run of K when `keys`, else of V, from logical column j)
+/// whose rows continue the run's rows in memory, at the same stride: the run's prefetches may go
+/// on into them (the next tile of a contiguous cache, the rest of a paged block). 0 at the item's
+/// end, for NZ rows and where the next run is stored elsewhere.
+HWY_INLINE std::int64_t rows_continuing(const Problem& p, const WorkItem& it, const KvRun& run, std::int64_t j,
+                                        bool keys) {
+  const std::int64_t next = j + run.count;
+  if (next >= it.col_end || run.tiled()) return 0;
+  const KvRun n = p.locate(it.b, it.h, next);
+  const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
+  const std::int64_t stride = keys ? run.key_stride : run.value_stride;
+  const auto* end = static_cast<const std::byte*>(keys ? run.key : run.value) + run.count * stride * es;
+  const bool continues = !n.tiled() && (keys ? n.key : n.value) == end && (keys ? n.key_stride : n.value_stride) == stride;
+  return continues ? std::min(n.count, it.col_end - next) : 0;
+}
+
 /// Calls fn(first token, first packed row, sub-run, prefetch) for every (query row, KV head) of a
 /// narrow item over one run. Single-head items take the run whole, prefetching their rows ahead;
 /// items spanning several KV heads go block by block of kTokenBlock tokens, all heads of a block
-/// before the next, each head's pass prefetching its rows of the next block.
+/// before the next, each head's pass prefetching its rows of the next block. The prefetches run
+/// on into the `ahead` tokens after the run that continue its rows (rows_continuing).
 template <class Fn>
 HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
-                               std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems, Fn fn) {
+                               std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems,
+                               std::int64_t ahead, Fn fn) {
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
   const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
   const std::int64_t row_bytes = kv_row_bytes(p, row_elems);
   const auto* first = static_cast<const char*>(base);
   if (kvh == 1) {
     Prefetch pf;
-    if (token_stride * es > row_bytes) pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count};
-    else pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, kPrefetchBytes / std::max<std::int64_t>(1, row_bytes)), run.count};
+    if (token_stride * es > row_bytes) pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count + ahead};
+    else pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, kPrefetchBytes / std::max<std::int64_t>(1, row_bytes)), run.count + ahead};
     for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
     return;
   }
@@ -66,7 +84,7 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
     for (std::int64_t rl = 0; rl < nrows; ++rl)
       for (std::int64_t hk = 0; hk < kvh; ++hk) {
         Prefetch pf;
-        if (rl == 0) pf = {first + (t * token_stride + hk * head_stride) * es, token_stride * es, row_bytes, kTokenBlock, run.count - t};
+        if (rl == 0) pf = {first + (t * token_stride + hk * head_stride) * es, token_stride * es, row_bytes, kTokenBlock, run.count + ahead - t};
         fn(t, (rl * kvh + hk) * it.heads, run.sub(t, nt, hk, es), pf);
       }
   }
@@ -319,7 +337,7 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
     float* tile_scores = sv.base + (c0 - it.col_begin);
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
       for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim,
-                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
+                     rows_continuing(p, it, run, c0 + c, true), [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
                        for_each_row_block<Src>(p, sub, true, it.b, h, c0 + c + t, prefetch,
                                                [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {
@@ -477,7 +495,7 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
       if (antiquant) token_scale_rows<true>(df, p, p.value_antiquant, it, c0 + c, run.count, tile_p + c, sv.row_stride);
       for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd,
-                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
+                     rows_continuing(p, it, run, c0 + c, false), [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
                        for_each_row_block<Src>(p, sub, false, it.b, h, c0 + c + t, prefetch,
                                                [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {
