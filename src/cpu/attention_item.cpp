@@ -8,6 +8,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -29,6 +30,7 @@
 #include "cpu/decode-inl.h"
 #include "cpu/prefill-inl.h"
 #include "cpu/post_quant-inl.h"
+#include "cpu/output_row-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
@@ -72,6 +74,10 @@ void PostQuantDeviceRow(const float* src, const float* scale, const float* offse
   post_quant_device_row(src, scale, offset, channel, n, dst);
 }
 
+bool ScaleStoreRow(const float* src, std::int64_t n, float scale, DType t, void* dst) {
+  return scale_store_row(src, n, scale, t, dst);
+}
+
 }  // namespace fia::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -82,6 +88,7 @@ HWY_EXPORT(SelectKernels);
 HWY_EXPORT(IsaName);
 HWY_EXPORT(RowExpSums);
 HWY_EXPORT(PostQuantDeviceRow);
+HWY_EXPORT(ScaleStoreRow);
 
 void item_exp_sums(const WorkItem& item, ScoreView scores, const float* m, float* l) {
   HWY_DYNAMIC_DISPATCH(RowExpSums)(item, scores, m, l);
@@ -106,6 +113,10 @@ const char* kernel_isa() { return HWY_DYNAMIC_DISPATCH(IsaName)(); }
 void post_quant_device_row(const float* src, const float* scale, const float* offset, bool channel, std::int64_t n,
                            std::int8_t* dst) {
   HWY_DYNAMIC_DISPATCH(PostQuantDeviceRow)(src, scale, offset, channel, n, dst);
+}
+
+bool scale_store_row(const float* src, std::int64_t n, float scale, DType t, void* dst) {
+  return HWY_DYNAMIC_DISPATCH(ScaleStoreRow)(src, n, scale, t, dst);
 }
 
 float row_norm(const Problem& p, std::int64_t n, float m, float l, float* lse) {
@@ -143,17 +154,12 @@ void write_output_row(const Problem& p, std::int64_t n, const float* src, void* 
 
 namespace {
 
-/// True when a row's f32 intermediates left float32's normal range: its max is a saturated (or
-/// NaN) score (saturate()), the sum or P·V overflowed, or the sum fell below the smallest normal
-/// float (every E subnormal or 0: E taken against an Options::softmax_max some 87 or more above
-/// the row's scores), where 1 / l would overflow.
-bool row_overflowed(float m, float l, const float* acc, std::int64_t vd) {
-  if (!(std::abs(m) < std::numeric_limits<float>::max()) || !std::isfinite(l) ||
-      !(l >= std::numeric_limits<float>::min()))
-    return true;
-  for (std::int64_t d = 0; d < vd; ++d)
-    if (!std::isfinite(acc[d])) return true;
-  return false;
+/// False when a row's max and sum left float32's normal range: its max is a saturated (or NaN)
+/// score (saturate()), the sum overflowed, or it fell below the smallest normal float (every E
+/// subnormal or 0: E taken against an Options::softmax_max some 87 or more above the row's
+/// scores), where 1 / l would overflow. (An overflowed P·V shows when the row is written.)
+bool stats_in_range(float m, float l) {
+  return std::abs(m) < std::numeric_limits<float>::max() && std::isfinite(l) && l >= std::numeric_limits<float>::min();
 }
 
 /// Writes row i of (b, n) as the float64 reference computes it (docs/numerics.md "Overflow").
@@ -187,15 +193,26 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
       continue;
     }
     float* ar = acc + r * vd;
-    if (row_overflowed(m[r], l[r], ar, vd)) {
+    if (!stats_in_range(m[r], l[r])) {
       recompute_row(p, item.b, n, i, dst);
       continue;
     }
     float lse;
     float norm = row_norm(p, n, m[r], l[r], &lse);
     if (p.p_rule.kind == PRule::Kind::kNormalizeFirst) norm = 1.0f;  // P·V is already normalised
-    for (std::int64_t d = 0; d < vd; ++d) ar[d] *= norm;
-    write_output_row(p, n, ar, orow);
+    if (!p.post_quant.on) {
+      if (!scale_store_row(ar, vd, norm, p.out_dtype, orow)) {  // P·V overflowed
+        recompute_row(p, item.b, n, i, dst);
+        continue;
+      }
+    } else {
+      if (!std::all_of(ar, ar + vd, [](float x) { return std::isfinite(x); })) {
+        recompute_row(p, item.b, n, i, dst);
+        continue;
+      }
+      for (std::int64_t d = 0; d < vd; ++d) ar[d] *= norm;
+      write_output_row(p, n, ar, orow);
+    }
     if (p.lse) static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(item.b, n, i)] = lse;
   }
 }

@@ -87,6 +87,11 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
 /// 0, or quantize(0) with post-quant (25.1 #3).
 void write_output_row(const Problem& p, std::int64_t n, const float* src, void* orow);
 
+/// dst[0:n) = src[0:n) * scale rounded to `t` (F16 / BF16 to nearest even, bit for bit as
+/// f32_to_f16 / f32_to_bf16; F32) on the best instruction set. False, with dst partly written,
+/// when src holds a value that is not finite.
+bool scale_store_row(const float* src, std::int64_t n, float scale, DType t, void* dst);
+
 /// The name of the instruction set the kernels run on ("AVX3", "AVX2", "SSE4", ...).
 const char* kernel_isa();
 
