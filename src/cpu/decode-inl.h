@@ -55,7 +55,8 @@ HWY_INLINE std::int64_t rows_continuing(const Problem& p, const WorkItem& it, co
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
   const std::int64_t stride = keys ? run.key_stride : run.value_stride;
   const auto* end = static_cast<const std::byte*>(keys ? run.key : run.value) + run.count * stride * es;
-  const bool continues = !n.tiled() && (keys ? n.key : n.value) == end && (keys ? n.key_stride : n.value_stride) == stride;
+  const bool continues =
+      !n.tiled() && (keys ? n.key : n.value) == end && (keys ? n.key_stride : n.value_stride) == stride;
   return continues ? std::min(n.count, it.col_end - next) : 0;
 }
 
@@ -336,8 +337,9 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* tile_scores = sv.base + (c0 - it.col_begin);
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
-      for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim,
-                     rows_continuing(p, it, run, c0 + c, true), [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
+      const std::int64_t ahead = rows_continuing(p, it, run, c0 + c, true);
+      for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim, ahead,
+                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
                        for_each_row_block<Src>(p, sub, true, it.b, h, c0 + c + t, prefetch,
                                                [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {
@@ -494,8 +496,9 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
     }
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
       if (antiquant) token_scale_rows<true>(df, p, p.value_antiquant, it, c0 + c, run.count, tile_p + c, sv.row_stride);
-      for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd,
-                     rows_continuing(p, it, run, c0 + c, false), [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
+      const std::int64_t ahead = rows_continuing(p, it, run, c0 + c, false);
+      for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd, ahead,
+                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
                        for_each_row_block<Src>(p, sub, false, it.b, h, c0 + c + t, prefetch,
                                                [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {

@@ -30,7 +30,8 @@ float from_bits(std::uint32_t u) {
 std::vector<float> row_values() {
   std::vector<float> x{0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, std::numeric_limits<float>::max()};
   for (int e = -27; e <= 17; ++e)
-    for (const float m : {1.0f, 1.00048828125f, 1.00146484375f, 1.0009765625f, 1.00390625f, 1.01171875f, 1.99951171875f}) {
+    for (const float m :
+         {1.0f, 1.00048828125f, 1.00146484375f, 1.0009765625f, 1.00390625f, 1.01171875f, 1.99951171875f}) {
       std::uint32_t c;
       const float v = std::ldexp(m, e);
       std::memcpy(&c, &v, sizeof(c));
@@ -64,7 +65,8 @@ TEST(OutputRow, EqualsTheScalarConversionsOnEveryIsa) {
           for (std::int64_t d = 0; d < n; ++d) {
             const float y = x[static_cast<std::size_t>(d)] * scale;
             if (t == DType::F32) ASSERT_EQ(std::memcmp(&full[d], &y, sizeof(y)), 0) << isa << " " << y;
-            else ASSERT_EQ(half[d], scalar_16(y, t)) << isa << " " << dtype_name(t) << " x " << x[d] << " scale " << scale;
+            else
+              ASSERT_EQ(half[d], scalar_16(y, t)) << isa << " " << dtype_name(t) << " x " << x[d] << " scale " << scale;
           }
         }
   }
