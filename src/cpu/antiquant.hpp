@@ -2,7 +2,7 @@
 // products, so scaled K and V are never formed.
 //
 // With the factors of problem/problem.hpp (scale = cs[h][d] * ts(t), offset = co[h][d] + to(t)) and
-// x' = x + offset (formed per element before any product: decode-inl.h for_each_row_block):
+// x' = x + offset (formed per element before any product: decode_rows-inl.h for_each_row_block):
 //   score(t) = Σ_d q[d] x'[t][d] cs[d] ts(t) = ts(t) * Σ_d (q ⊙ cs)[d] x'[t][d]
 //   acc[d]   = Σ_t P(t) x'[t][d] cs[d] ts(t) = cs[d] * Σ_t (P ⊙ ts)(t) x'[t][d]
 // Products reassociated this way differ from dequantize-then-multiply only by f32 rounding; an

@@ -27,6 +27,7 @@
 #include "cpu/registers-inl.h"
 #include "cpu/guards-inl.h"
 #include "cpu/reductions-inl.h"
+#include "cpu/decode_rows-inl.h"
 #include "cpu/decode-inl.h"
 #include "cpu/prefill-inl.h"
 #include "cpu/post_quant-inl.h"

@@ -23,19 +23,19 @@ using VF = hn::Vec<DF>;
 // (cpu/antiquant.hpp in decode, dequant_row in prefill).
 
 struct F16Src {
-  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode_rows-inl.h)
   using T = hwy::float16_t;
   static float one(const T* row, std::int64_t d) { return f16_to_f32(reinterpret_cast<const std::uint16_t*>(row)[d]); }
   static VF load(DF df, const T* row, std::int64_t d) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), row + d)); }
 };
 struct BF16Src {
-  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode_rows-inl.h)
   using T = hwy::bfloat16_t;
   static float one(const T* row, std::int64_t d) { return bf16_to_f32(reinterpret_cast<const std::uint16_t*>(row)[d]); }
   static VF load(DF df, const T* row, std::int64_t d) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), row + d)); }
 };
 struct F32Src {
-  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode_rows-inl.h)
   using T = float;
   static float one(const T* row, std::int64_t d) { return row[d]; }
   static VF load(DF df, const T* row, std::int64_t d) { return hn::LoadU(df, row + d); }
@@ -43,7 +43,7 @@ struct F32Src {
 
 /// int8 K/V: sign-extended in registers.
 struct I8Src {
-  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode_rows-inl.h)
   using T = std::int8_t;
   static float one(const T* row, std::int64_t d) { return row[d]; }
   static VF load(DF df, const T* row, std::int64_t d) {
@@ -55,7 +55,7 @@ struct I8Src {
 /// int4 K/V packed eight to an int32, lowest nibble first (FIA-SPEC 12.6): element d is nibble
 /// d % 8 of word d / 8, two's complement.
 struct I4Src {
-  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode_rows-inl.h)
   using T = std::int32_t;
   static float one(const T* row, std::int64_t d) {
     const auto w = static_cast<std::uint32_t>(row[d / 8]);
@@ -112,7 +112,7 @@ HWY_INLINE std::int64_t lane_order_element(std::int64_t d) {
 /// lookups, with no unpacked copy of the row. The other operand of a product must be in the same
 /// order (permute_lane_order).
 struct I4LanesSrc {
-  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode-inl.h)
+  static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode_rows-inl.h)
   static constexpr bool kBlockPairs = true;        ///< loaded by load2, two vectors at a time
   using T = std::int32_t;
   static float one(const T* row, std::int64_t d) { return I4Src::one(row, lane_order_element(d)); }

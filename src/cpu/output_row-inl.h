@@ -58,12 +58,11 @@ HWY_INLINE bool scale_store_row(const float* src, std::int64_t n, float scale, D
   }
 #endif
   bool ok = hn::AllTrue(df, finite);
-  for (; d < n; ++d) {
+  const std::int64_t es = static_cast<std::int64_t>(dtype_size(t));
+  for (; d < n; ++d) {  // the rest one by one, with the scalar conversions (cpu/convert.hpp)
     ok = ok && std::isfinite(src[d]);
     const float y = src[d] * scale;
-    if (t == DType::F16) static_cast<std::uint16_t*>(dst)[d] = f32_to_f16(y);
-    else if (t == DType::BF16) static_cast<std::uint16_t*>(dst)[d] = f32_to_bf16(y);
-    else if (t == DType::F32) static_cast<float*>(dst)[d] = y;
+    store_row(&y, 1, t, static_cast<std::byte*>(dst) + d * es);
   }
   return ok;
 }

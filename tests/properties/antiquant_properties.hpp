@@ -72,7 +72,7 @@ inline void expect_same_bits(const FiaArgs& a, const std::string& a_what, const 
 
 /// Runs two calls that store the same quantized KV in formats whose products may sum in different
 /// orders (the decode kernels read int4 rows in lane order on AVX-512, int8 rows in logical order:
-/// cpu/decode-inl.h, int4_in_lane_order): attention_out in float32 (Options::float32_out, before
+/// cpu/decode_rows-inl.h, int4_in_lane_order): attention_out in float32 (Options::float32_out, before
 /// its rounding to the query dtype) within 2e-5 + 2e-5 |y|, finite LSEs within 2e-5, infinite
 /// ones equal.
 inline void expect_close(const FiaArgs& a, const std::string& a_what, const FiaArgs& b, const std::string& b_what,

@@ -1,0 +1,195 @@
+// How the narrow (decode) kernels walk K and V rows: prefetching them ahead into L2, block by
+// block when an item spans several KV heads, and in the element source each block is read with
+// (in place, int4 in lane order, or unpacked / dequantized into a per-thread buffer). Included per
+// Highway target by cpu/attention_item.cpp (the toggle guard below lets foreach_target re-include
+// it once per target).
+#if defined(FIA_CPU_DECODE_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_DECODE_ROWS_INL_H_
+#undef FIA_CPU_DECODE_ROWS_INL_H_
+#else
+#define FIA_CPU_DECODE_ROWS_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// How far ahead decode kernels prefetch K and V rows (into L2): strided rows by tokens,
+/// contiguous rows by bytes (measured on Zen 4: 4 KiB ahead made cold D1 and D4 ~10 % faster than
+/// the hardware prefetcher alone, 8 KiB was slower again).
+constexpr std::int64_t kPrefetchTokens = 8;
+constexpr std::int64_t kPrefetchBytes = 4096;
+
+/// Tokens per block when an item spans several KV heads: each block's token rows are read for all
+/// heads before the next block, and the next block is prefetched meanwhile. Small blocks keep the
+/// rows of one head (2 KiB apart in a (block, block_size, H) cache, so in few L1 sets) from
+/// evicting each other: 8 tokens ran D2 ~1.5x faster than 32.
+constexpr std::int64_t kTokenBlock = 8;
+
+/// Prefetches the cache lines of one row of `bytes` bytes into L2 (not L1, where strided rows
+/// would evict each other before use).
+HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
+  const auto* b = static_cast<const char*>(row);
+  for (std::int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(b + o, 0, 2);
+}
+
+/// What a kernel prefetches while it walks tokens t of a sub-run: `bytes` of the token row
+/// `distance` tokens ahead (base + (t + distance) * stride), while t + distance < limit.
+struct Prefetch {
+  const char* base = nullptr;
+  std::int64_t stride = 0, bytes = 0, distance = 0, limit = 0;
+  HWY_INLINE void at(std::int64_t t) const {
+    if (bytes > 0 && t + distance < limit) prefetch_row(base + (t + distance) * stride, bytes);
+  }
+};
+
+/// The tokens of item `it` after `run` (a run of K when `keys`, else of V, from logical column j)
+/// whose rows continue the run's rows in memory, at the same stride: the run's prefetches may go
+/// on into them (the next tile of a contiguous cache, the rest of a paged block). 0 at the item's
+/// end, for NZ rows and where the next run is stored elsewhere.
+HWY_INLINE std::int64_t rows_continuing(const Problem& p, const WorkItem& it, const KvRun& run, std::int64_t j,
+                                        bool keys) {
+  const std::int64_t next = j + run.count;
+  if (next >= it.col_end || run.tiled()) return 0;
+  const KvRun n = p.locate(it.b, it.h, next);
+  const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
+  const std::int64_t stride = keys ? run.key_stride : run.value_stride;
+  const auto* end = static_cast<const std::byte*>(keys ? run.key : run.value) + run.count * stride * es;
+  const bool continues =
+      !n.tiled() && (keys ? n.key : n.value) == end && (keys ? n.key_stride : n.value_stride) == stride;
+  return continues ? std::min(n.count, it.col_end - next) : 0;
+}
+
+/// Calls fn(first token, first packed row, sub-run, prefetch) for every (query row, KV head) of a
+/// narrow item over one run. Single-head items take the run whole, prefetching their rows ahead;
+/// items spanning several KV heads go block by block of kTokenBlock tokens, all heads of a block
+/// before the next, each head's pass prefetching its rows of the next block. The prefetches run
+/// on into the `ahead` tokens after the run that continue its rows (rows_continuing).
+template <class Fn>
+HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
+                               std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems,
+                               std::int64_t ahead, Fn fn) {
+  const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
+  const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
+  const std::int64_t row_bytes = kv_row_bytes(p, row_elems);
+  const auto* first = static_cast<const char*>(base);
+  if (kvh == 1) {
+    Prefetch pf;
+    if (token_stride * es > row_bytes) pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count + ahead};
+    else pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, kPrefetchBytes / std::max<std::int64_t>(1, row_bytes)), run.count + ahead};
+    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
+    return;
+  }
+  for (std::int64_t t = 0; t < run.count; t += kTokenBlock) {
+    const std::int64_t nt = std::min(kTokenBlock, run.count - t);
+    for (std::int64_t rl = 0; rl < nrows; ++rl)
+      for (std::int64_t hk = 0; hk < kvh; ++hk) {
+        Prefetch pf;
+        if (rl == 0) pf = {first + (t * token_stride + hk * head_stride) * es, token_stride * es, row_bytes, kTokenBlock, run.count + ahead - t};
+        fn(t, (rl * kvh + hk) * it.heads, run.sub(t, nt, hk, es), pf);
+      }
+  }
+}
+
+/// Tag types naming the element source a block of rows is read with.
+template <class Src>
+struct As {
+  using type = Src;
+};
+
+/// Logical elements per block of rows that are unpacked or dequantized into a per-thread buffer
+/// (16 tokens at head dim 128). The packed rows' prefetches are issued while a block is prepared,
+/// so blocks must be short: on Emerald Rapids (2 threads, D5) 2048 ran 1.25x faster than 8192
+/// and 1.1x faster than 512.
+constexpr std::int64_t kUnpackBytes = 2048;
+
+/// f32 rows dequantized from int8/int4 rows with offsets (for_each_row_block). A masked key's
+/// offset slot may hold anything (NaN included, 25.1 #24), so P·V skips zero weights for them.
+struct DequantF32Src : F32Src {
+  static constexpr bool kSkipZeroWeights = true;
+};
+
+/// True when K (keys) or V of an int8/int4 call has offsets.
+HWY_INLINE bool has_offsets(const Problem& p, bool keys) {
+  const Antiquant& q = keys ? p.key_antiquant : p.value_antiquant;
+  return p.kv_format != KvFormat::kFloat && (!q.channel_offset.empty() || q.token_offset != nullptr);
+}
+
+/// True when decode reads the int4 rows of K (keys) or V in place, in lane order (I4LanesSrc):
+/// on AVX-512 targets, for rows without offsets, a multiple of 32 elements long, without a rope
+/// part. The query rows (K) and the accumulators (V) are then in lane order too.
+HWY_INLINE bool int4_in_lane_order(const Problem& p, bool keys) {
+#ifdef FIA_INT4_LANES
+  return p.kv_format == KvFormat::kInt4 && !has_offsets(p, keys) &&
+         (keys ? p.qk_dim % 32 == 0 && p.rope_dim == 0 : p.v_dim % 32 == 0);
+#else
+  (void)p;
+  (void)keys;
+  return false;
+#endif
+}
+
+/// Calls fn(As<Dot>(), t0, rows, prefetch) over `sub` (the token rows of K when `keys`, else V, of
+/// batch b, KV head h, logical columns from j) as the decode products read it:
+///   - float rows and int8 rows without offsets: the run itself, in place;
+///   - int4 rows in lane order (int4_in_lane_order): the run itself, in place;
+///   - other int4 rows without offsets: blocks unpacked to int8 rows (byte operations, once per row
+///     for every query row of the group instead of nibble shifts in every product);
+///   - int8/int4 rows with offsets: blocks dequantized to f32 rows x + offset (FIA-SPEC 12.1:
+///     the offset is added before any product, so an offset that cancels the stored value leaves
+///     exactly 0 instead of the difference of two large sums).
+/// Scales are never applied here: they fold multiplicatively (cpu/antiquant.hpp). Blocks live in a
+/// per-thread buffer, their rows `dim` apart, and prefetch the packed rows as they are prepared.
+template <class Src, class Fn>
+HWY_INLINE void for_each_row_block(const Problem& p, const KvRun& sub, bool keys, std::int64_t b, std::int64_t h,
+                                   std::int64_t j, const Prefetch& pf, Fn fn) {
+  constexpr bool kInt = std::is_same_v<Src, I8Src> || std::is_same_v<Src, I4Src>;
+  const bool offsets = kInt && has_offsets(p, keys);
+#ifdef FIA_INT4_LANES
+  if constexpr (std::is_same_v<Src, I4Src>)
+    if (int4_in_lane_order(p, keys)) {
+      fn(As<I4LanesSrc>(), 0, sub, pf);
+      return;
+    }
+#endif
+  if (!offsets && !std::is_same_v<Src, I4Src>) {
+    fn(As<Src>(), 0, sub, pf);
+    return;
+  }
+  if constexpr (kInt) {
+    using T = typename Src::T;
+    static thread_local std::vector<float> buffer;  // f32 rows, or int8 rows in its bytes
+    const std::int64_t dim = keys ? p.qk_dim : p.v_dim;
+    const std::int64_t block = std::clamp<std::int64_t>(kUnpackBytes / dim, 1, 64);
+    if (buffer.size() < static_cast<std::size_t>(block * dim)) buffer.resize(static_cast<std::size_t>(block * dim));
+    const auto* stored = static_cast<const T*>(keys ? sub.key : sub.value);
+    const std::int64_t stride = keys ? sub.key_stride : sub.value_stride;
+    const RunFactors f(p, keys ? p.key_antiquant : p.value_antiquant, dim, b, h, j);
+    for (std::int64_t t0 = 0; t0 < sub.count; t0 += block) {
+      const std::int64_t n = std::min(block, sub.count - t0);
+      for (std::int64_t t = 0; t < n; ++t) {
+        pf.at(t0 + t);
+        const T* row = stored + (t0 + t) * stride;
+        if (offsets) {
+          float* out = buffer.data() + t * dim;
+          widen_row<Src>(row, dim, out);
+          dequant_row(out, dim, nullptr, f.co, 1.0f, f.offset(t0 + t));
+        } else if constexpr (std::is_same_v<Src, I4Src>) {
+          unpack_int4_row(row, dim, reinterpret_cast<std::int8_t*>(buffer.data()) + t * dim);
+        }
+      }
+      KvRun rows = sub;
+      rows.count = n;
+      const void* data = buffer.data();
+      (keys ? rows.key : rows.value) = data;
+      (keys ? rows.key_stride : rows.value_stride) = dim;
+      if (offsets) fn(As<DequantF32Src>(), t0, rows, Prefetch{});
+      else fn(As<I8Src>(), t0, rows, Prefetch{});
+    }
+  }
+}
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FIA_CPU_DECODE_ROWS_INL_H_
