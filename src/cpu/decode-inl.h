@@ -280,20 +280,34 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
 }
 
 /// acc[r][:] += p[r][t] * V[t][:] over one run, for up to 4 rows: vector blocks of up to
-/// kBlockVectors, then a scalar tail.
+/// kBlockVectors (one pass over the tokens each), then a scalar tail.
 template <class Src, int ROWS>
 void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int64_t ps, float* acc, const Prefetch& pf) {
   constexpr int kBlockVectors = kVectorRegisters >= 32 ? 4 : 2;  // 4 x 4 accumulators with 32 registers
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
-  std::int64_t d0 = 0;
-  for (; d0 + kBlockVectors * L <= vd; d0 += kBlockVectors * L)
-    run_axpy<Src, ROWS, kBlockVectors>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
-  if constexpr (BlockPairSource<Src>) {  // vd is a multiple of 2 vectors
-    for (; d0 + 2 * L <= vd; d0 += 2 * L) run_axpy<Src, ROWS, 2>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
-  } else {
-    for (; d0 + L <= vd; d0 += L) run_axpy<Src, ROWS, 1>(df, run, pr, ps, d0, acc, vd, d0 == 0 ? pf : Prefetch{});
-  }
   const auto* v = static_cast<const typename Src::T*>(run.value);
+  // Where a pass covers fewer than 64 floats (AVX2, NEON), rows read in place go in blocks of
+  // kPvBytes, every pass over a block before the next; the accumulation order stays the same.
+  const std::int64_t row_bytes = vd * static_cast<std::int64_t>(sizeof(typename Src::T));
+  const std::int64_t block = kBlockVectors * L < 64 && !std::is_same_v<Src, DequantF32Src>
+                                 ? std::max<std::int64_t>(1, kPvBytes / row_bytes)
+                                 : run.count;
+  std::int64_t d0 = 0;
+  for (std::int64_t t0 = 0; t0 < run.count; t0 += block) {
+    KvRun part = run;
+    part.value = v + t0 * run.value_stride;
+    part.count = std::min(block, run.count - t0);
+    const float* pp = pr + t0;
+    const Prefetch pt = pf.from(t0);
+    d0 = 0;
+    for (; d0 + kBlockVectors * L <= vd; d0 += kBlockVectors * L)
+      run_axpy<Src, ROWS, kBlockVectors>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+    if constexpr (BlockPairSource<Src>) {  // vd is a multiple of 2 vectors
+      for (; d0 + 2 * L <= vd; d0 += 2 * L) run_axpy<Src, ROWS, 2>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+    } else {
+      for (; d0 + L <= vd; d0 += L) run_axpy<Src, ROWS, 1>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+    }
+  }
   for (std::int64_t d = d0; d < vd; ++d)
     for (std::int64_t t = 0; t < run.count; ++t)
       for (int r = 0; r < ROWS; ++r)

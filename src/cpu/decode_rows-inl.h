@@ -26,6 +26,12 @@ constexpr std::int64_t kPrefetchBytes = 4096;
 /// evicting each other: 8 tokens ran D2 ~1.5x faster than 32.
 constexpr std::int64_t kTokenBlock = 8;
 
+/// Bytes of V rows per block of decode P·V where it takes more than two column passes over each
+/// row (targets with 16 floats per pass: AVX2, NEON): every pass over a block runs before the next
+/// block, so that the rows come from memory in the first pass and from L1 in the others, and the
+/// stalls of the first pass spread over the run.
+constexpr std::int64_t kPvBytes = 2048;
+
 /// Prefetches the cache lines of one row of `bytes` bytes into L2 (not L1, where strided rows
 /// would evict each other before use).
 HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
@@ -40,6 +46,10 @@ struct Prefetch {
   std::int64_t stride = 0, bytes = 0, distance = 0, limit = 0;
   HWY_INLINE void at(std::int64_t t) const {
     if (bytes > 0 && t + distance < limit) prefetch_row(base + (t + distance) * stride, bytes);
+  }
+  /// The same prefetches for the tokens from t0 on, counted from t0.
+  Prefetch from(std::int64_t t0) const {
+    return bytes > 0 ? Prefetch{base + t0 * stride, stride, bytes, distance, limit - t0} : Prefetch{};
   }
 };
 
