@@ -225,8 +225,9 @@ HWY_INLINE std::uint64_t weighted_columns(DF df, const float* pr, std::int64_t p
 }
 
 /// acc[r][d0 : d0 + NV*L) += sum over the run's tokens of p[r][t] * V[t][d0 : ...], for ROWS rows;
-/// the accumulators stay in registers over the whole run.
-template <class Src, int ROWS, int NV>
+/// the accumulators stay in registers over the whole run. kDense: every token of the run is
+/// weighted (no tests per token, no prefetches).
+template <class Src, int ROWS, int NV, bool kDense = false>
 HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t ps, std::int64_t d0, float* acc,
                          std::int64_t vd, const Prefetch& pf) {
   using T = typename Src::T;
@@ -241,11 +242,13 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
   std::uint64_t weighted = 0;  // of the 64 columns from t & ~63 on (weighted_columns)
   for (std::int64_t t = 0; t < run.count; ++t) {
     const T* vt = v + t * run.value_stride;
-    pf.at(t);
-    // The rows share one query row, so a key excluded for one is excluded for all (weight 0): it
-    // is skipped, never multiplied by 0, whatever its V holds (25.1 #24).
-    if ((t & 63) == 0) weighted = weighted_columns<ROWS>(df, pr + t, ps, std::min<std::int64_t>(64, run.count - t));
-    if (((weighted >> (t & 63)) & 1) == 0) continue;
+    if constexpr (!kDense) {
+      pf.at(t);
+      // The rows share one query row, so a key excluded for one is excluded for all (weight 0):
+      // it is skipped, never multiplied by 0, whatever its V holds (25.1 #24).
+      if ((t & 63) == 0) weighted = weighted_columns<ROWS>(df, pr + t, ps, std::min<std::int64_t>(64, run.count - t));
+      if (((weighted >> (t & 63)) & 1) == 0) continue;
+    }
     VF v0, v1, v2, v3;
     if constexpr (BlockPairSource<Src>) {
       static_assert(NV % 2 == 0, "pair sources load two vectors at a time");
@@ -289,23 +292,35 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
   // Where a pass covers fewer than 64 floats (AVX2, NEON), rows read in place go in blocks of
   // kPvBytes, every pass over a block before the next; the accumulation order stays the same.
   const std::int64_t row_bytes = vd * static_cast<std::int64_t>(sizeof(typename Src::T));
-  const std::int64_t block = kBlockVectors * L < 64 && !std::is_same_v<Src, DequantF32Src>
-                                 ? std::max<std::int64_t>(1, kPvBytes / row_bytes)
-                                 : run.count;
+  const bool blocked = kBlockVectors * L < 64 && !std::is_same_v<Src, DequantF32Src>;
+  const std::int64_t block = blocked ? std::max<std::int64_t>(1, kPvBytes / row_bytes) : run.count;
   std::int64_t d0 = 0;
   for (std::int64_t t0 = 0; t0 < run.count; t0 += block) {
     KvRun part = run;
     part.value = v + t0 * run.value_stride;
     part.count = std::min(block, run.count - t0);
     const float* pp = pr + t0;
-    const Prefetch pt = pf.from(t0);
+    Prefetch pt = pf.from(t0);
+    // A block whose every token is weighted (no key masked: the common case) is prefetched at
+    // once and its passes skip the per-token tests.
+    const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
+                       weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
+    if (dense) {
+      for (std::int64_t t = 0; t < part.count; ++t) pt.at(t);
+      pt = Prefetch{};
+    }
     d0 = 0;
-    for (; d0 + kBlockVectors * L <= vd; d0 += kBlockVectors * L)
-      run_axpy<Src, ROWS, kBlockVectors>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+    auto pass = [&](auto nv) {
+      constexpr int NV = decltype(nv)::value;
+      if (dense) run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, Prefetch{});
+      else run_axpy<Src, ROWS, NV>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+      d0 += NV * L;
+    };
+    while (d0 + kBlockVectors * L <= vd) pass(std::integral_constant<int, kBlockVectors>());
     if constexpr (BlockPairSource<Src>) {  // vd is a multiple of 2 vectors
-      for (; d0 + 2 * L <= vd; d0 += 2 * L) run_axpy<Src, ROWS, 2>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+      while (d0 + 2 * L <= vd) pass(std::integral_constant<int, 2>());
     } else {
-      for (; d0 + L <= vd; d0 += L) run_axpy<Src, ROWS, 1>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+      while (d0 + L <= vd) pass(std::integral_constant<int, 1>());
     }
   }
   for (std::int64_t d = d0; d < vd; ++d)
