@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 
+#include "cpu/isa.hpp"
 #include "fia/half.hpp"
 #include "support/call_builder.hpp"
 #include "support/criterion.hpp"
@@ -133,6 +134,39 @@ TEST(Robustness, MaskedValueRowsDoNotLeakIntoDecodeOrPrefill) {
         if (e % m.shape.back() % 7 == 3) bytes[e] = 1;
     });
   }
+}
+
+// Decode on every ISA: keys 100-139 and every 37th key masked, so that the P·V blocks of AVX2,
+// NEON and SSE4 (cpu/decode-inl.h, run_pv) come both with every token weighted and with some
+// tokens excluded, and the excluded tokens' V rows hold NaN, infinities and huge values.
+TEST(Robustness, MaskedValueRowsDoNotLeakIntoDecodeOnAnyIsa) {
+  for (const std::string& isa : detail::available_isas()) {
+    ASSERT_TRUE(detail::force_isa(isa)) << isa;
+    for (const DType dtype : {DType::F16, DType::BF16}) {
+      CallSpec s;
+      s.layout = "BNSD";
+      s.dtype = dtype;
+      s.num_heads = 8;
+      s.num_kv_heads = 2;
+      s.q_seq = 1;
+      s.kv_seq = 300;
+      s.qk_dim = 128;
+      s.mask = MaskKind::kFull;
+      s.mask_rank = 2;
+      s.mask_density = 0.0;
+      s.lse = true;
+      SCOPED_TRACE(isa);
+      expect_poison_changes_nothing(s, 11, [](FiaArgs& args) {
+        const TensorView& m = args.atten_mask;
+        auto* bytes = static_cast<std::uint8_t*>(const_cast<void*>(m.data));
+        for (std::int64_t e = 0; e < m.numel(); ++e) {
+          const std::int64_t key = e % m.shape.back();
+          if ((key >= 100 && key < 140) || key % 37 == 5) bytes[e] = 1;
+        }
+      });
+    }
+  }
+  detail::force_isa("");
 }
 
 class ExcludedDataSweep : public ::testing::TestWithParam<std::uint64_t> {};
