@@ -289,8 +289,9 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
   constexpr int kBlockVectors = kVectorRegisters >= 32 ? 4 : 2;  // 4 x 4 accumulators with 32 registers
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   const auto* v = static_cast<const typename Src::T*>(run.value);
-  // Where a pass covers fewer than 64 floats (AVX2, NEON), rows read in place go in blocks of
-  // kPvBytes, every pass over a block before the next; the accumulation order stays the same.
+  // Where a pass covers fewer than 64 floats (AVX2, NEON, SSE4), the run goes in blocks of
+  // kPvBytes of V rows, every pass over a block before the next; the accumulation order stays the
+  // same. Not f32 rows dequantized into the per-thread buffer: they are in L1 already.
   const std::int64_t row_bytes = vd * static_cast<std::int64_t>(sizeof(typename Src::T));
   const bool blocked = kBlockVectors * L < 64 && !std::is_same_v<Src, DequantF32Src>;
   const std::int64_t block = blocked ? std::max<std::int64_t>(1, kPvBytes / row_bytes) : run.count;

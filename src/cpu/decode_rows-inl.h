@@ -26,10 +26,11 @@ constexpr std::int64_t kPrefetchBytes = 4096;
 /// evicting each other: 8 tokens ran D2 ~1.5x faster than 32.
 constexpr std::int64_t kTokenBlock = 8;
 
-/// Bytes of V rows per block of decode P·V where it takes more than two column passes over each
-/// row (targets with 16 floats per pass: AVX2, NEON): every pass over a block runs before the next
-/// block, so that the rows come from memory in the first pass and from L1 in the others, and the
-/// stalls of the first pass spread over the run.
+/// Bytes of V rows per block of decode P·V on targets whose column passes cover fewer than 64
+/// floats (AVX2, NEON, SSE4: 8 passes or more over a row of 128): every pass over a block runs
+/// before the next block, so that the rows come from memory in the first pass and from L1 in the
+/// others, and the first pass's stalls spread over the run (Zen 3, AVX2: 8 tokens of fp16 at head
+/// dim 128 ran D1 and D4 faster than 4, 16, 32 or 64).
 constexpr std::int64_t kPvBytes = 2048;
 
 /// Prefetches the cache lines of one row of `bytes` bytes into L2 (not L1, where strided rows
