@@ -301,15 +301,13 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
     part.value = v + t0 * run.value_stride;
     part.count = std::min(block, run.count - t0);
     const float* pp = pr + t0;
-    Prefetch pt = pf.from(t0);
+    const Prefetch pt = pf.from(t0);
     // A block whose every token is weighted (no key masked: the common case) is prefetched at
     // once and its passes skip the per-token tests.
     const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
                        weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
-    if (dense) {
+    if (dense)
       for (std::int64_t t = 0; t < part.count; ++t) pt.at(t);
-      pt = Prefetch{};
-    }
     d0 = 0;
     auto pass = [&](auto nv) {
       constexpr int NV = decltype(nv)::value;
