@@ -34,7 +34,7 @@ KvRun Problem::locate(std::int64_t b, std::int64_t h, std::int64_t j) const {
       if (rope_dim > 0) at(seg.key_rope, dtype_size(rope_dtype), &run.key_rope, &run.rope_stride, &run.rope_head_stride);
       run.count = len - j;
     } else {
-      const std::int64_t blk = seg.block_table[b * seg.table_stride + j / seg.block_size];
+      const std::int64_t blk = seg.block_id(b, j / seg.block_size);
       const std::int64_t off = j % seg.block_size;
       auto at = [&](const KvTensorRows& rows, std::size_t size, const void** ptr, std::int64_t* stride,
                     std::int64_t* head_stride, RowTiling* tiling) {
@@ -115,7 +115,7 @@ std::int64_t Problem::token_factor_offset(const Antiquant& q, std::int64_t b, st
   if (q.paged) {
     const KvSegment& own = segments.back();
     const std::int64_t t = j - prefix_len;
-    const std::int64_t blk = own.block_table[b * own.table_stride + t / own.block_size];
+    const std::int64_t blk = own.block_id(b, t / own.block_size);
     return blk * q.block_stride + h * q.head_stride + (t % own.block_size) * q.token_stride;
   }
   return b * q.batch_stride + h * q.head_stride + (j + q.column_offset[b]) * q.token_stride;

@@ -62,8 +62,11 @@ struct KvTensorRows {
 /// table. Key, value and key_rope share the addressing.
 struct KvSegment {
   bool paged = false;
-  const std::int32_t* block_table = nullptr;  ///< paged: row b at block_table + b*table_stride
+  const std::int32_t* block_table = nullptr;  ///< paged: [b][k] at block_table[b*table_stride + k*table_col_stride]
   std::int64_t table_stride = 0;
+  std::int64_t table_col_stride = 1;
+  /// The id of block k of batch b.
+  std::int64_t block_id(std::int64_t b, std::int64_t k) const { return block_table[b * table_stride + k * table_col_stride]; }
   std::int64_t block_size = 0;
   KvTensorRows key, value, key_rope;  ///< key_rope used only when Problem::rope_dim > 0
   std::vector<std::int64_t> length;

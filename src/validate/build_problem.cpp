@@ -70,6 +70,7 @@ KvSegment own_segment(const Ctx& c) {
     s.paged = true;
     s.block_table = static_cast<const std::int32_t*>(a.block_table.data);
     s.table_stride = a.block_table.stride(0);
+    s.table_col_stride = a.block_table.stride(1);
     s.block_size = a.block_size;
     auto pool = [&](const TensorView& t, std::int64_t d, KvTensorRows* rows) {
       rows->pool = t.data;
