@@ -136,25 +136,35 @@ bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_
   const std::int64_t h = n / p.group;  // section 4
   const void* q = row(p.query, t, b, n, i);
   const void* qr = p.rope_dim > 0 ? row(p.query_rope, t, b, n, i) : nullptr;
-  // Steps 2-5: scores of the allowed columns. A score of -inf (a pse of -inf) excludes its key
-  // like a mask (25.1 #24-25); +inf (a pse of +inf) is the largest double.
+  // Steps 2-5: scores of the allowed columns. A pse of -inf excludes its key like a mask, whatever
+  // the key holds, and so does a score of -inf (25.1 #24-25); +inf (a pse of +inf) is the largest
+  // double. A NaN score (NaN in a visible input) makes the row NaN, output and LSE.
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   std::vector<double> s(L);
   std::vector<char> allowed(L, 0);
   std::vector<std::byte> scratch;  // NZ rows made contiguous (9.1)
-  bool any = false;
+  bool any = false, nan_score = false;
   for (std::int64_t j = 0; j < L; ++j) {
     if (!p.visible(b, i, j)) continue;
+    const double bias = p.has_pse ? load(p.pse.base, p.pse.dtype, p.pse_offset(b, n, i, j)) : 0.0;
+    if (bias == -kInf) continue;
     const KvRun kv = p.token_rows(b, h, j, KvParts::kKeys, &scratch);
     double score = key_dot(p, q, kv.key, b, h, j);
     if (qr) score += dot(qr, kv.key_rope, t, p.rope_dim);  // 15.1
     score *= scale;                                       // step 3
-    if (p.has_pse) score += load(p.pse.base, p.pse.dtype, p.pse_offset(b, n, i, j));  // step 4: after scaling
-    if (score == -std::numeric_limits<double>::infinity()) continue;
+    if (p.has_pse) score += bias;                         // step 4: after scaling
+    if (score == -kInf) continue;
+    nan_score |= std::isnan(score);
     s[j] = std::min(score, std::numeric_limits<double>::max());
     allowed[j] = 1;
     any = true;
   }
   if (!any) return false;  // fully masked row: 0 and +inf (6.7, 25.1 #1)
+  if (nan_score) {
+    std::fill(out, out + p.v_dim, std::numeric_limits<double>::quiet_NaN());
+    *lse = std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
   // Step 6: max over allowed columns, exponentials, their sum.
   double m = -std::numeric_limits<double>::infinity();
   for (std::int64_t j = 0; j < L; ++j)

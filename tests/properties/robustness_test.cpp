@@ -1,12 +1,15 @@
 // Robustness (FIA-SPEC 25.1 #24-25, docs/numerics.md "Overflow"): excluded keys contribute nothing
-// whatever their K, V and pse bytes hold; a row whose every score is -inf is fully masked; finite
-// inputs of any magnitude never give NaN, and both backends agree on them.
+// whatever their K, V and pse bytes hold; a row whose every score is -inf is fully masked; a NaN
+// in a visible input makes its rows NaN; finite inputs of any magnitude never give NaN, and both
+// backends agree on them.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "cpu/isa.hpp"
 #include "fia/half.hpp"
@@ -224,6 +227,81 @@ TEST(Robustness, PseOfMinusInfExcludesItsKeyLikeAMask) {
   EXPECT_TRUE(criterion_a(cpu.attention_out, exact.out).pass);
   EXPECT_TRUE(lse_match(cpu.softmax_lse, exact.lse).pass);
   for (double x : to_doubles(cpu.attention_out)) EXPECT_TRUE(std::isfinite(x));
+}
+
+/// A BNSD fp16 call with pse and LSE: one batch, 2 query heads over `kv_heads` KV heads, 40 keys.
+TestCall nan_test_call(std::int64_t q_seq, std::int64_t kv_heads) {
+  CallSpec s;
+  s.layout = "BNSD";
+  s.dtype = DType::F16;
+  s.batch = 1;
+  s.num_heads = 2;
+  s.num_kv_heads = kv_heads;
+  s.q_seq = q_seq;
+  s.kv_seq = 40;
+  s.pse = true;
+  s.lse = true;
+  return build_call(s, 5);
+}
+
+// A NaN in a visible query, key or pse element makes its rows NaN, output and LSE, on both
+// backends, in decode and prefill: never the 0 / +inf of a fully masked row, which a merge would
+// drop as an empty part (docs/numerics.md). The other rows stay finite.
+TEST(Robustness, NanInAVisibleInputMakesItsRowsNan) {
+  for (const std::int64_t q_seq : {1, 4}) {
+    for (const char* where : {"query", "key", "pse_shift"}) {
+      TestCall call = nan_test_call(q_seq, 2);
+      const FiaArgs& a = call.args;
+      const std::int64_t D = a.query.shape[3], S = q_seq;
+      std::vector<bool> nan_row(2 * S, false);  // (head, row)
+      if (std::string(where) == "query") {
+        poke(a.query.data, a.query.dtype, (1 * S + S - 1) * D + 3, kNan);  // head 1, last row
+        nan_row[1 * S + S - 1] = true;
+      } else if (std::string(where) == "key") {
+        poke(a.key[0].data, a.key[0].dtype, (1 * 40 + 7) * D + 2, kNan);  // KV head 1 (query head 1), key 7
+        for (std::int64_t i = 0; i < S; ++i) nan_row[1 * S + i] = true;
+      } else {
+        poke(a.pse_shift.data, a.pse_shift.dtype, 5, kNan);  // head 0, row 0, key 5
+        nan_row[0] = true;
+      }
+      for (Backend backend : {Backend::kCpu, Backend::kReference}) {
+        Outputs out;
+        ASSERT_TRUE(run_call(a, backend, 2, &out).ok());
+        const std::vector<double> o = to_doubles(out.attention_out), lse = to_doubles(out.softmax_lse);
+        const std::int64_t vd = out.attention_out.shape[3];
+        for (std::int64_t r = 0; r < 2 * S; ++r) {
+          const std::string what = std::string(where) + " q_seq " + std::to_string(q_seq) + " row " + std::to_string(r) +
+                                   (backend == Backend::kCpu ? " cpu" : " reference");
+          EXPECT_EQ(std::isnan(lse[r]), nan_row[r]) << what << ": lse " << lse[r];
+          for (std::int64_t d = 0; d < vd; ++d)
+            EXPECT_EQ(std::isnan(o[r * vd + d]), nan_row[r]) << what << ": out[" << d << "] " << o[r * vd + d];
+        }
+      }
+    }
+  }
+}
+
+// A pse of -inf excludes its key whatever the key holds: a NaN K row behind it changes no bit, on
+// both backends (25.1 #24-25).
+TEST(Robustness, PseOfMinusInfExcludesAKeyHoldingNan) {
+  for (const std::int64_t q_seq : {1, 4}) {
+    TestCall call = nan_test_call(q_seq, 1);
+    const FiaArgs& a = call.args;
+    const TensorView& pse = a.pse_shift;
+    for (std::int64_t r = 0; r < 2 * q_seq; ++r) poke(pse.data, pse.dtype, r * pse.shape[3] + 11, -kInf);  // key 11
+    Outputs clean[2];
+    const Backend backends[2] = {Backend::kCpu, Backend::kReference};
+    for (int k = 0; k < 2; ++k) ASSERT_TRUE(run_call(a, backends[k], 2, &clean[k]).ok());
+    const std::int64_t D = a.key[0].shape[3];
+    for (std::int64_t d = 0; d < D; ++d) poke(a.key[0].data, a.key[0].dtype, 11 * D + d, kNan);
+    for (int k = 0; k < 2; ++k) {
+      Outputs poisoned;
+      ASSERT_TRUE(run_call(a, backends[k], 2, &poisoned).ok());
+      EXPECT_EQ(poisoned.attention_out.bytes, clean[k].attention_out.bytes) << (k ? "reference" : "cpu") << " " << q_seq;
+      EXPECT_EQ(poisoned.softmax_lse.bytes, clean[k].softmax_lse.bytes) << (k ? "reference" : "cpu") << " " << q_seq;
+      for (double x : to_doubles(poisoned.softmax_lse)) EXPECT_TRUE(std::isfinite(x));
+    }
+  }
 }
 
 /// Both backends: no NaN, outputs within criterion A of the exact answer, and the LSE within its
