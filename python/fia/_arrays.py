@@ -70,9 +70,12 @@ def as_input(x: Any, name: str) -> Any:
         if x.dtype.byteorder == ">":
             raise DtypeError("invalid argument", name, f"dtype must be native-endian, got {x.dtype}")
         return x
-    if is_torch_tensor(x):  # tensor subclasses, other devices, dtypes fia lacks
+    if is_torch_tensor(x):  # tensor subclasses, other devices, layouts and dtypes fia lacks
         if x.device.type != "cpu":
             raise InvalidArgumentError("invalid argument", name, f"a CPU tensor is expected, got a tensor on {x.device}")
+        if x.is_nested or x.layout != _TORCH.strided:
+            kind = "a nested tensor" if x.is_nested else f"layout {x.layout}"
+            raise InvalidArgumentError("invalid argument", name, f"a dense (strided) tensor is expected, got {kind}")
         return torch_view(x.detach() if x.requires_grad else x, name)
     if hasattr(x, "__dlpack__"):
         return x

@@ -214,6 +214,17 @@ def test_non_cpu_tensor_named():
                                        atten_mask=torch.zeros(8, 16, dtype=torch.bool, device="meta"))), "CPU")
 
 
+@pytest.mark.parametrize("kind", ["sparse", "nested"])
+def test_sparse_and_nested_tensors_named(kind):
+    q, k, v = qkv()
+    if kind == "sparse":
+        bad = k.float().to_sparse().to(torch.float16)
+    else:
+        bad = torch.nested.nested_tensor([k[0], k[1]])
+    raises(ValueError, fia.InvalidArgumentError, "key",
+           lambda: FIA(q, bad, v, num_heads=4, input_layout="BNSD"), "dense (strided)")
+
+
 @pytest.mark.parametrize("bad", ["abc", [[1.0, 2.0]], 3.5])
 def test_non_array_argument_numpy(bad):
     q, k, v = qkv()
