@@ -220,7 +220,7 @@ def test_sparse_and_nested_tensors_named(kind):
     if kind == "sparse":
         bad = k.float().to_sparse().to(torch.float16)
     else:
-        bad = torch.nested.nested_tensor([k[0], k[1]])
+        bad = torch.nested.nested_tensor([k[0], k[1]], layout=torch.jagged)
     raises(ValueError, fia.InvalidArgumentError, "key",
            lambda: FIA(q, bad, v, num_heads=4, input_layout="BNSD"), "dense (strided)")
 
