@@ -76,13 +76,16 @@ FIA_API Status plan(const FiaArgs& args, const Options& options, Plan* out_plan)
 /// caller-provided memory. attention_out must have plan.attention_out_shape() and dtype; when the
 /// flag is set softmax_lse must be F32 with plan.softmax_lse_shape(), otherwise it may be absent
 /// and is left untouched. `workspace` must hold plan.workspace_bytes() bytes (nullptr if 0).
+/// Output views may have any strides with a contiguous innermost axis, as long as no two of their
+/// elements share memory.
 ///
 /// Safe to call from several threads at once on one Plan with separate outputs and workspaces
 /// (see Plan).
 ///
 /// Errors: kNullArgument naming attention_out, or softmax_lse when the flag is set, when that view
 /// is absent (not present()); kInvalidArgument naming attention_out / softmax_lse / workspace
-/// when they do not fit.
+/// when they do not fit, or an output whose elements overlap (a stride of 0, for instance);
+/// kUnsupported for an output whose innermost axis is not contiguous.
 /// Deterministic: the result does not depend on options.threads.
 FIA_API Status run(const Plan& plan, MutableTensorView attention_out, MutableTensorView softmax_lse,
                    void* workspace, std::size_t workspace_bytes);

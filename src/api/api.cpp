@@ -1,9 +1,12 @@
 // The public two-phase API: plan() (layers 2 and 4) and run() (layer 5 of the chosen backend).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/plan_state.hpp"
 #include "cpu/isa.hpp"
@@ -95,6 +98,27 @@ void store(MutableTensorView& v, std::int64_t off, double x) {
   }
 }
 
+/// True when no two elements of `v` share memory: with its axes of extent > 1 ordered by stride
+/// magnitude, each stride steps past everything the smaller axes span. That holds for every
+/// permutation or slice of a dense array; a stride of 0 or axes interleaving into each other fail.
+bool elements_distinct(const MutableTensorView& v) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> axes;  // (|stride|, extent)
+  for (std::size_t k = 0; k < v.shape.size(); ++k) {
+    if (v.shape[k] <= 1) continue;
+    const std::int64_t st = v.stride(k);
+    axes.emplace_back(st < 0 ? 0 - static_cast<std::uint64_t>(st) : static_cast<std::uint64_t>(st),
+                      static_cast<std::uint64_t>(v.shape[k]));
+  }
+  std::sort(axes.begin(), axes.end());
+  std::uint64_t span = 1;  // the largest offset the smaller axes reach, plus one
+  for (const auto& [stride, extent] : axes) {
+    std::uint64_t reach = 0;
+    if (stride < span || __builtin_mul_overflow(stride, extent - 1, &reach) || __builtin_add_overflow(span, reach, &span))
+      return false;
+  }
+  return true;
+}
+
 Status check_output(const char* name, const MutableTensorView& v, DType dtype, const std::vector<std::int64_t>& shape) {
   if (!v.present()) return {StatusCode::kNullArgument, name, "required, got an absent view"};
   if (v.dtype != dtype)
@@ -108,6 +132,10 @@ Status check_output(const char* name, const MutableTensorView& v, DType dtype, c
   if (v.numel() > 0 && v.data == nullptr) return {StatusCode::kNullArgument, name, "data is null"};
   if (v.numel() > 0 && !shape.empty() && shape.back() > 1 && v.stride(shape.size() - 1) != 1)
     return {StatusCode::kUnsupported, name, "the innermost axis must have stride 1"};
+  if (v.numel() > 0 && !elements_distinct(v))
+    return {StatusCode::kInvalidArgument, name,
+            "elements must not overlap in memory (a stride of 0, or strides too small for the axes they step "
+            "over), got strides " + detail::shape_str(v.strides)};
   return Status::Ok();
 }
 
