@@ -166,7 +166,7 @@ bool reference_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_
     return true;
   }
   // Step 6: max over allowed columns, exponentials, their sum.
-  double m = -std::numeric_limits<double>::infinity();
+  double m = -kInf;
   for (std::int64_t j = 0; j < L; ++j)
     if (allowed[j]) m = std::max(m, s[j]);
   if (p.softmax_max_rows.base != nullptr) m = std::max(m, static_cast<double>(p.softmax_max_floor(b, n, i)));

@@ -181,18 +181,25 @@ TEST_P(ExcludedDataSweep, PoisonChangesNoOutputBit) {
 
 INSTANTIATE_TEST_SUITE_P(Seeds, ExcludedDataSweep, ::testing::Range<std::uint64_t>(0, 120));
 
-/// A prefill call with pse whose every entry of query row `row` of head `head` is `value`.
-TestCall pse_row_call(float value, std::int64_t row, std::int64_t head) {
+/// A BNSD fp16 call with pse and LSE from `seed`: one batch, 2 query heads over `kv_heads` KV heads
+/// (0: as many), `q_seq` query rows, 40 keys.
+TestCall pse_call(std::int64_t q_seq, std::int64_t kv_heads, std::uint64_t seed) {
   CallSpec s;
   s.layout = "BNSD";
   s.dtype = DType::F16;
   s.batch = 1;
   s.num_heads = 2;
-  s.q_seq = 4;
+  s.num_kv_heads = kv_heads;
+  s.q_seq = q_seq;
   s.kv_seq = 40;
   s.pse = true;
   s.lse = true;
-  TestCall call = build_call(s, 3);
+  return build_call(s, seed);
+}
+
+/// A prefill call with pse whose every entry of query row `row` of head `head` is `value`.
+TestCall pse_row_call(float value, std::int64_t row, std::int64_t head) {
+  TestCall call = pse_call(4, 0, 3);
   const TensorView& pse = call.args.pse_shift;
   for (std::int64_t j = 0; j < pse.shape[3]; ++j)
     poke(pse.data, pse.dtype, ((0 * pse.shape[1] + head) * pse.shape[2] + row) * pse.shape[3] + j, value);
@@ -229,28 +236,13 @@ TEST(Robustness, PseOfMinusInfExcludesItsKeyLikeAMask) {
   for (double x : to_doubles(cpu.attention_out)) EXPECT_TRUE(std::isfinite(x));
 }
 
-/// A BNSD fp16 call with pse and LSE: one batch, 2 query heads over `kv_heads` KV heads, 40 keys.
-TestCall nan_test_call(std::int64_t q_seq, std::int64_t kv_heads) {
-  CallSpec s;
-  s.layout = "BNSD";
-  s.dtype = DType::F16;
-  s.batch = 1;
-  s.num_heads = 2;
-  s.num_kv_heads = kv_heads;
-  s.q_seq = q_seq;
-  s.kv_seq = 40;
-  s.pse = true;
-  s.lse = true;
-  return build_call(s, 5);
-}
-
 // A NaN in a visible query, key or pse element makes its rows NaN, output and LSE, on both
 // backends, in decode and prefill: never the 0 / +inf of a fully masked row, which a merge would
 // drop as an empty part (docs/numerics.md). The other rows stay finite.
 TEST(Robustness, NanInAVisibleInputMakesItsRowsNan) {
   for (const std::int64_t q_seq : {1, 4}) {
     for (const char* where : {"query", "key", "pse_shift"}) {
-      TestCall call = nan_test_call(q_seq, 2);
+      TestCall call = pse_call(q_seq, 2, 5);
       const FiaArgs& a = call.args;
       const std::int64_t D = a.query.shape[3], S = q_seq;
       std::vector<bool> nan_row(2 * S, false);  // (head, row)
@@ -285,7 +277,7 @@ TEST(Robustness, NanInAVisibleInputMakesItsRowsNan) {
 // both backends (25.1 #24-25).
 TEST(Robustness, PseOfMinusInfExcludesAKeyHoldingNan) {
   for (const std::int64_t q_seq : {1, 4}) {
-    TestCall call = nan_test_call(q_seq, 1);
+    TestCall call = pse_call(q_seq, 1, 5);
     const FiaArgs& a = call.args;
     const TensorView& pse = a.pse_shift;
     for (std::int64_t r = 0; r < 2 * q_seq; ++r) poke(pse.data, pse.dtype, r * pse.shape[3] + 11, -kInf);  // key 11
