@@ -22,11 +22,26 @@ using VF = hn::Vec<DF>;
 // Integer sources give the stored integers; antiquant scales and offsets are applied around them
 // (cpu/antiquant.hpp in decode, dequant_row in prefill).
 
+/// fp16 rows. Where Highway 1.0.3 widens fp16 in integer arithmetic (x86 below AVX2, SCALAR,
+/// EMU128: no conversion instructions), it gives inf and NaN (exponent 31) finite values of
+/// 65536 to 131008; those lanes are rebuilt here (sign, exponent 255, mantissa).
 struct F16Src {
   static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode_rows-inl.h)
   using T = hwy::float16_t;
   static float one(const T* row, std::int64_t d) { return f16_to_f32(reinterpret_cast<const std::uint16_t*>(row)[d]); }
-  static VF load(DF df, const T* row, std::int64_t d) { return hn::PromoteTo(df, hn::LoadU(hn::Rebind<T, DF>(), row + d)); }
+  static VF load(DF df, const T* row, std::int64_t d) {
+    const auto h = hn::LoadU(hn::Rebind<T, DF>(), row + d);
+#if (HWY_ARCH_X86 && HWY_TARGET >= HWY_SSE4) || HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
+    const hn::RebindToUnsigned<DF> du;
+    const auto bits = hn::PromoteTo(du, hn::BitCast(hn::Rebind<std::uint16_t, DF>(), h));
+    const auto special = hn::Eq(hn::And(bits, hn::Set(du, 0x7C00u)), hn::Set(du, 0x7C00u));
+    const auto rebuilt = hn::Or(hn::Or(hn::ShiftLeft<16>(hn::And(bits, hn::Set(du, 0x8000u))), hn::Set(du, 0x7F800000u)),
+                                hn::ShiftLeft<13>(hn::And(bits, hn::Set(du, 0x3FFu))));
+    return hn::IfThenElse(hn::RebindMask(df, special), hn::BitCast(df, rebuilt), hn::PromoteTo(df, h));
+#else
+    return hn::PromoteTo(df, h);
+#endif
+  }
 };
 struct BF16Src {
   static constexpr bool kSkipZeroWeights = false;  ///< see DequantF32Src (decode_rows-inl.h)

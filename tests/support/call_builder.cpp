@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <cstring>
 #include <sstream>
 
 #include "args/layout.hpp"
@@ -100,6 +101,16 @@ void set_value(OwnedTensor& t, std::int64_t i, float v) {
     case DType::I8: t.as<std::int8_t>()[i] = static_cast<std::int8_t>(v); break;
     default: break;
   }
+}
+
+void set_stored_value(const void* base, DType t, std::int64_t offset, float v) {
+  auto* b = static_cast<std::byte*>(const_cast<void*>(base));
+  if (t == DType::F32) {
+    std::memcpy(b + offset * 4, &v, 4);
+    return;
+  }
+  const std::uint16_t h = t == DType::F16 ? detail::f32_to_f16(v) : detail::f32_to_bf16(v);
+  std::memcpy(b + offset * 2, &h, 2);
 }
 
 OwnedTensor random_tensor(DType dtype, std::vector<std::int64_t> shape, std::mt19937_64& rng, float range) {

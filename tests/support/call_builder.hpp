@@ -78,6 +78,10 @@ OwnedTensor random_tensor(DType dtype, std::vector<std::int64_t> shape, std::mt1
 /// Sets element i of a F16/BF16/F32 tensor (I8: v as an integer).
 void set_value(OwnedTensor& t, std::int64_t i, float v);
 
+/// Writes v, rounded to the F16, BF16 or F32 dtype t, at element `offset` of the tensor data at
+/// `base` (a view's data: tests write into the tensors a call's views point to).
+void set_stored_value(const void* base, DType t, std::int64_t offset, float v);
+
 /// Short description of a spec for failure messages.
 std::string describe(const CallSpec& spec);
 
