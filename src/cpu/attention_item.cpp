@@ -30,6 +30,8 @@
 #include "cpu/decode_rows-inl.h"
 #include "cpu/decode-inl.h"
 #include "cpu/prefill-inl.h"
+#include "cpu/wide_inplace-inl.h"
+#include "cpu/wide_inplace_pv-inl.h"
 #include "cpu/post_quant-inl.h"
 #include "cpu/output_row-inl.h"
 
@@ -40,29 +42,38 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ---- the kernel table: (query dtype x KV format) -> kernels, chosen once per plan -----------
 
 template <class QSrc, class KvSrc>
-ItemKernels kernels_for() {
+ItemKernels kernels_for(const Problem& p) {
   ItemKernels k;
   k.narrow_scores = &narrow_scores<QSrc, KvSrc>;
   k.wide_scores = &wide_scores<QSrc, KvSrc>;
   k.narrow_accumulate = &narrow_accumulate<KvSrc>;
   k.wide_accumulate = &wide_accumulate<KvSrc>;
+#ifdef FIA_INPLACE_WIDE
+  if constexpr (std::is_same_v<QSrc, KvSrc>)
+    if (inplace_supported(p)) {
+      k.inplace_scores = &inplace_scores<QSrc, KvSrc>;
+      k.inplace_accumulate = &inplace_accumulate<KvSrc>;
+    }
+#else
+  (void)p;
+#endif
   return k;
 }
 
 template <class QSrc>
-ItemKernels kernels_for_kv(KvFormat f) {
-  switch (f) {
-    case KvFormat::kInt8: return kernels_for<QSrc, I8Src>();
-    case KvFormat::kInt4: return kernels_for<QSrc, I4Src>();
-    default: return kernels_for<QSrc, QSrc>();
+ItemKernels kernels_for_kv(const Problem& p) {
+  switch (p.kv_format) {
+    case KvFormat::kInt8: return kernels_for<QSrc, I8Src>(p);
+    case KvFormat::kInt4: return kernels_for<QSrc, I4Src>(p);
+    default: return kernels_for<QSrc, QSrc>(p);
   }
 }
 
 ItemKernels SelectKernels(const Problem& p) {
   switch (p.dtype) {
-    case DType::F16: return kernels_for_kv<F16Src>(p.kv_format);
-    case DType::BF16: return kernels_for_kv<BF16Src>(p.kv_format);
-    default: return kernels_for_kv<F32Src>(p.kv_format);
+    case DType::F16: return kernels_for_kv<F16Src>(p);
+    case DType::BF16: return kernels_for_kv<BF16Src>(p);
+    default: return kernels_for_kv<F32Src>(p);
   }
 }
 
@@ -97,15 +108,28 @@ void item_exp_sums(const WorkItem& item, ScoreView scores, const float* m, float
 
 ItemKernels select_item_kernels(const Problem& p) { return HWY_DYNAMIC_DISPATCH(SelectKernels)(p); }
 
+namespace {
+
+/// True when the item runs on the in-place wide kernels.
+bool in_place(const CpuPlan& plan, const WorkItem& item) {
+  return plan.kernels.inplace_scores != nullptr && is_wide(item) && padded_rows(item) == kInplaceRows;
+}
+
+}  // namespace
+
 void item_scores(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s, ScoreView scores,
                  float* m) {
-  const auto kernel = is_wide(item) ? plan.kernels.wide_scores : plan.kernels.narrow_scores;
+  const auto kernel = in_place(plan, item) ? plan.kernels.inplace_scores
+                      : is_wide(item)      ? plan.kernels.wide_scores
+                                           : plan.kernels.narrow_scores;
   kernel(p, plan.tile, item, s, scores, m);
 }
 
 void item_accumulate(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s,
                      ScoreView scores, const RowStats& stats, float* l, float* acc) {
-  const auto kernel = is_wide(item) ? plan.kernels.wide_accumulate : plan.kernels.narrow_accumulate;
+  const auto kernel = in_place(plan, item) ? plan.kernels.inplace_accumulate
+                      : is_wide(item)      ? plan.kernels.wide_accumulate
+                                           : plan.kernels.narrow_accumulate;
   kernel(p, plan.tile, item, s, scores, stats, l, acc);
 }
 

@@ -209,12 +209,56 @@ HWY_INLINE void band_wide(DF df, const Problem& p, const WorkItem& it, std::int6
   }
 }
 
+/// After the products of a wide tile (columns [c0, c0 + nc), column-major scores): -inf where a
+/// key is not visible (the band 16 rows at a time, or per element with masks and pse), and the
+/// running row max m over the tile.
+HWY_INLINE void finish_score_tile(DF df, const Problem& p, const WorkItem& it, ScoreView sv, std::int64_t c0,
+                                  std::int64_t nc, float* m) {
+  const std::int64_t Rp = padded_rows(it), L = static_cast<std::int64_t>(hn::Lanes(df));
+  float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
+  if (!p.has_mask && !p.has_pse && band_fits_float(p, it, c0 + nc)) {
+    if (!tile_fully_visible(p, it, c0, nc)) band_wide(df, p, it, c0, nc, st, sv.col_stride, Rp);
+  } else {
+    apply_visibility(p, it, sv, c0, nc);
+  }
+  const std::int64_t cs = sv.col_stride;
+  for (std::int64_t r = 0; r < Rp; r += L) {
+    VF m0 = hn::Load(df, m + r), m1 = m0, m2 = m0, m3 = m0;  // four chains: Max waits on its latency
+    std::int64_t c = 0;
+    for (; c + 4 <= nc; c += 4) {
+      m0 = hn::Max(m0, hn::Load(df, st + c * cs + r));
+      m1 = hn::Max(m1, hn::Load(df, st + (c + 1) * cs + r));
+      m2 = hn::Max(m2, hn::Load(df, st + (c + 2) * cs + r));
+      m3 = hn::Max(m3, hn::Load(df, st + (c + 3) * cs + r));
+    }
+    for (; c < nc; ++c) m0 = hn::Max(m0, hn::Load(df, st + c * cs + r));
+    hn::Store(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)), df, m + r);
+  }
+}
+
+/// The P cast of a wide tile of nc columns (column-major at st, stride cs, Rp rows) in place:
+/// E = exp(S - m), l += E, P = round(E). Rows with m = -inf give 0 (NaN filtered by Exp).
+HWY_INLINE void exp_tile(DF df, const Problem& p, float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp,
+                         const float* m, float* l) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  for (std::int64_t r = 0; r < Rp; r += L) {
+    const VF vm = hn::Load(df, m + r);
+    VF vl = hn::Load(df, l + r);
+    for (std::int64_t c = 0; c < nc; ++c) {
+      float* x = st + c * cs + r;
+      const VF e = softmax_exp(df, hn::Sub(hn::Load(df, x), vm));
+      vl = hn::Add(vl, e);
+      hn::Store(round_p(df, e, p.p_rule.round_to), df, x);
+    }
+    hn::Store(vl, df, l + r);
+  }
+}
+
 template <class QSrc, class Src>
 void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                  float* m) {
   const DF df;
   const std::int64_t R = packed_rows(it), Rp = padded_rows(it), kw = p.qk_dim + p.rope_dim;
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   // Q transposed: q[x * Rp + r], padding rows zero. Rows are widened with SIMD into the K tile
   // buffer first when they fit there.
   std::fill(s.q, s.q + kw * Rp, 0.0f);
@@ -231,16 +275,7 @@ void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, co
     widen_tile<Src>(p, it, c0, nc, true, s.k);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
     panel_product(df, s.q, Rp, Rp, s.k, kw, 1, nc, kw, st, sv.col_stride, p.scale, false);
-    if (!p.has_mask && !p.has_pse && band_fits_float(p, it, c0 + nc)) {
-      if (!tile_fully_visible(p, it, c0, nc)) band_wide(df, p, it, c0, nc, st, sv.col_stride, Rp);
-    } else {
-      apply_visibility(p, it, sv, c0, nc);
-    }
-    for (std::int64_t r = 0; r < Rp; r += L) {
-      VF vm = hn::Load(df, m + r);
-      for (std::int64_t c = 0; c < nc; ++c) vm = hn::Max(vm, hn::Load(df, st + c * sv.col_stride + r));
-      hn::Store(vm, df, m + r);
-    }
+    finish_score_tile(df, p, it, sv, c0, nc, m);
   }
 }
 
@@ -249,7 +284,6 @@ void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it
                      const RowStats& rs, float* l, float* acc) {
   const DF df;
   const std::int64_t R = packed_rows(it), Rp = padded_rows(it), vd = p.v_dim, ldv = v_tile_stride(vd);
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const float* m = rs.max;
   std::fill(s.acc_t, s.acc_t + vd * Rp, 0.0f);
   const bool formed = form_p_columns(df, p, it, sv, rs, l);  // 25.3 paths other than round(E)
@@ -258,18 +292,7 @@ void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     widen_tile<Src>(p, it, c0, nc, false, s.v);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
-    // E = exp(S - m), l += E, P = round(E) in place. Rows with m = -inf give 0 (NaN filtered by Exp).
-    for (std::int64_t r = 0; r < Rp && !formed; r += L) {
-      const VF vm = hn::Load(df, m + r);
-      VF vl = hn::Load(df, l + r);
-      for (std::int64_t c = 0; c < nc; ++c) {
-        float* x = st + c * sv.col_stride + r;
-        const VF e = softmax_exp(df, hn::Sub(hn::Load(df, x), vm));
-        vl = hn::Add(vl, e);
-        hn::Store(round_p(df, e, p.p_rule.round_to), df, x);
-      }
-      hn::Store(vl, df, l + r);
-    }
+    if (!formed) exp_tile(df, p, st, sv.col_stride, nc, Rp, m, l);
     // acc_t[d][r] += sum_c P[c][r] * V[c][d]
     if (!tile_fully_visible(p, it, c0, nc) || p.has_pse)  // else no row excludes a key of the tile
       isolate_non_finite_values(df, st, sv.col_stride, Rp, s.v, ldv, nc, vd, s.acc_t);

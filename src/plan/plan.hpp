@@ -45,6 +45,9 @@ struct WorkItem {
 /// padded to there (the widest f32 vector, AVX-512).
 inline constexpr std::int64_t kWideRows = 16;
 inline constexpr std::int64_t kRowPad = 16;
+/// Packed rows of the wide items whose products read K and V in place (one row block: decode MLA's
+/// 16 heads, multi-token GQA decode; cpu/wide_inplace-inl.h).
+inline constexpr std::int64_t kInplaceRows = kWideRows;
 
 /// Packed rows of an item (query rows x KV heads x query heads per KV head).
 inline std::int64_t packed_rows(const WorkItem& it) { return (it.row_end - it.row_begin) * it.kv_heads * it.heads; }
@@ -93,13 +96,15 @@ struct RowStats;
 
 /// The phase A and B kernels of work items (cpu/attention_item.hpp) for one (query dtype x KV
 /// format) pair on the running instruction set, chosen once when the plan is made; narrow
-/// (decode) or wide (prefill) is then picked per item by its shape.
+/// (decode), wide (prefill) or in-place wide (wide items of kInplaceRows rows, when the problem
+/// has in-place kernels on this instruction set: null otherwise) is then picked per item by its
+/// shape.
 struct ItemKernels {
   using Scores = void (*)(const Problem&, const TileShape&, const WorkItem&, const ItemScratch&, ScoreView, float*);
   using Accumulate = void (*)(const Problem&, const TileShape&, const WorkItem&, const ItemScratch&, ScoreView,
                               const RowStats&, float*, float*);
-  Scores narrow_scores = nullptr, wide_scores = nullptr;
-  Accumulate narrow_accumulate = nullptr, wide_accumulate = nullptr;
+  Scores narrow_scores = nullptr, wide_scores = nullptr, inplace_scores = nullptr;
+  Accumulate narrow_accumulate = nullptr, wide_accumulate = nullptr, inplace_accumulate = nullptr;
 };
 
 /// The item kernels for `p` on the best instruction set allowed now (FIA_ISA, force_isa).

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "support/call_builder.hpp"
+#include "support/paged_cache.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 
@@ -47,29 +48,7 @@ class PagedEqualsContiguous : public ::testing::TestWithParam<int> {};
 TEST_P(PagedEqualsContiguous, BitIdentical) {
   const CallSpec spec = storage_spec(GetParam(), KvStorage::kPaged);
   TestCall paged = build_call(spec, GetParam());
-  const FiaArgs& a = paged.args;
-  const std::int64_t B = spec.batch, KVN = spec.num_kv_heads, D = spec.qk_dim, bs = spec.block_size;
-  const std::int64_t S = a.block_table.shape[1] * bs;  // the mask/pse width covers this
-  const auto* table = static_cast<const std::int32_t*>(a.block_table.data);
-  TestCall flat;
-  flat.args = a;
-  flat.args.block_table = {};
-  flat.args.block_size = 0;
-  for (int which = 0; which < 2; ++which) {
-    const TensorView& pool = which ? a.value[0] : a.key[0];
-    OwnedTensor t(spec.dtype, {B, KVN, S, D});
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t h = 0; h < KVN; ++h)
-        for (std::int64_t tok = 0; tok < (*a.actual_seq_lengths_kv)[b]; ++tok)
-          for (std::int64_t d = 0; d < D; ++d) {
-            const std::int64_t blk = table[b * a.block_table.shape[1] + tok / bs], off = tok % bs;
-            const std::int64_t src = spec.paged_bnbsd ? ((blk * KVN + h) * bs + off) * D + d : (blk * bs + off) * KVN * D + h * D + d;
-            copy_elem(t, bnsd(t, b, h, tok, d), pool.data, static_cast<std::size_t>(src));
-          }
-    const TensorView kept = flat.keep(std::move(t));
-    if (which) flat.args.value = {kept};
-    else flat.args.key = {kept};
-  }
+  const TestCall flat = as_contiguous(paged.args);
   expect_same_bits(paged.args, "paged", flat.args, "contiguous", spec);
 }
 

@@ -1,0 +1,187 @@
+// In-place wide items (cpu/wide_inplace-inl.h): P·V over V rows read in place, and the phase A
+// and B kernels of such items. Included per Highway target by cpu/attention_item.cpp after
+// wide_inplace-inl.h and prefill-inl.h (the toggle guard below lets foreach_target re-include it
+// once per target).
+#if defined(FIA_CPU_WIDE_INPLACE_PV_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_WIDE_INPLACE_PV_INL_H_
+#undef FIA_CPU_WIDE_INPLACE_PV_INL_H_
+#else
+#define FIA_CPU_WIDE_INPLACE_PV_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#ifdef FIA_INPLACE_WIDE
+
+/// Where element d of a row lands in load2's order (the inverse of pair_element).
+template <class Src>
+HWY_INLINE std::int64_t pair_position(std::int64_t d, std::int64_t lanes) {
+  if constexpr (!PairLoads<Src>::kInterleaved) return d;
+  const std::int64_t e = d % (2 * lanes);
+  return d - e + (e % 2 == 0 ? e / 2 : lanes + e / 2);
+}
+
+/// True when the n elements of a stored row (n a multiple of a pair block) are all finite.
+template <class Src>
+HWY_INLINE bool row_finite(DF df, const typename Src::T* row, std::int64_t n) {
+  const std::int64_t B2 = 2 * static_cast<std::int64_t>(hn::Lanes(df));
+  const VF big = hn::Set(df, std::numeric_limits<float>::max());
+  auto bad = hn::FirstN(df, 0);
+  for (std::int64_t d = 0; d < n; d += B2) {
+    VF x, y;
+    PairLoads<Src>::load2(df, row, d, x, y);
+    bad = hn::Or(bad, hn::Or(hn::Not(hn::Le(hn::Abs(x), big)), hn::Not(hn::Le(hn::Abs(y), big))));
+  }
+  return hn::AllFalse(df, bad);
+}
+
+/// For a block of n <= 64 tokens of a tile where rows may exclude keys (masks, pse): bit t set for
+/// the tokens P·V's vector passes leave out. These are the tokens no row weights (P = 0 for all
+/// rows: masked keys, whose V may hold anything, 25.1 #24), and the tokens some rows exclude whose
+/// V row is not finite, which are added here, in scalar, to the rows that weight them. V row t at
+/// v + t * stride, P of token t at pt + t * kInplaceRows; acc in load2's order.
+template <class Src>
+HWY_INLINE std::uint64_t tokens_left_out(DF df, const Problem& p, const typename Src::T* v, std::int64_t stride,
+                                         std::int64_t n, const float* pt, float* acc) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
+  const VF zero = hn::Zero(df);
+  std::uint64_t out = 0;
+  for (std::int64_t t = 0; t < n; ++t) {
+    const float* w = pt + t * kInplaceRows;
+    auto any = hn::FirstN(df, 0), all = hn::FirstN(df, L);
+    for (std::int64_t r = 0; r < kInplaceRows; r += L) {
+      const auto weighted = hn::Ne(hn::Load(df, w + r), zero);
+      any = hn::Or(any, weighted);
+      all = hn::And(all, weighted);
+    }
+    if (hn::AllTrue(df, all)) continue;
+    const typename Src::T* row = v + t * stride;
+    if (!hn::AllFalse(df, any) && row_finite<Src>(df, row, vd)) continue;
+    out |= std::uint64_t{1} << t;
+    for (std::int64_t r = 0; r < kInplaceRows; ++r) {
+      if (w[r] == 0.0f) continue;
+      for (std::int64_t d = 0; d < vd; ++d) acc[r * vd + pair_position<Src>(d, L)] += w[r] * Src::one(row, d);
+    }
+  }
+  return out;
+}
+
+/// acc (16 rows of v_dim, in load2's order) += P · V over the n tokens of a block (V row t at
+/// v + t * stride, P of token t at pt + t * kInplaceRows), the tokens set in `skip` left out
+/// (kChecked). One pass per pair block and row group, its accumulators in registers over the
+/// block; the first row group's pass prefetches the same pair block of the next block's rows
+/// (tokens next .. next + next_n of the run, through `ahead`).
+template <class Src, bool kChecked>
+HWY_INLINE void pv_block(DF df, const Problem& p, const typename Src::T* v, std::int64_t stride, std::int64_t n,
+                         const float* pt, std::uint64_t skip, float* acc, const RowsAhead& ahead, std::int64_t next,
+                         std::int64_t next_n) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), B2 = 2 * L, vd = p.v_dim;
+  const std::int64_t es = static_cast<std::int64_t>(sizeof(typename Src::T));
+  for (std::int64_t d0 = 0; d0 < vd; d0 += B2) {
+    for (std::int64_t g = 0; g < kInplaceRows; g += kGroupRows) {
+      float* a = acc + g * vd + d0;
+      VF c0[kGroupRows], c1[kGroupRows];
+      for (int h = 0; h < kGroupRows; ++h) {
+        c0[h] = hn::LoadU(df, a + h * vd);
+        c1[h] = hn::LoadU(df, a + h * vd + L);
+      }
+      for (std::int64_t t = 0; t < n; ++t) {
+        if (g == 0 && t < next_n)  // the next block's pair block at d0, a token per step
+          if (const char* r = ahead.row(next + t, 0)) prefetch_row(r + d0 * es, B2 * es);
+        if (kChecked && ((skip >> t) & 1) != 0) continue;
+        VF x, y;
+        PairLoads<Src>::load2(df, v + t * stride, d0, x, y);
+        const float* w = pt + t * kInplaceRows + g;
+        for (int h = 0; h < kGroupRows; ++h) {
+          VF wv = hn::Set(df, w[h]);
+          keep_in_register(wv);
+          c0[h] = hn::MulAdd(wv, x, c0[h]);
+          c1[h] = hn::MulAdd(wv, y, c1[h]);
+        }
+      }
+      for (int h = 0; h < kGroupRows; ++h) {
+        hn::StoreU(c0[h], df, a + h * vd);
+        hn::StoreU(c1[h], df, a + h * vd + L);
+      }
+    }
+  }
+}
+
+/// acc += P · V over the tokens of one run of V rows, P of token t at pt + t * kInplaceRows, in
+/// blocks of kInplacePvTokens tokens. `checked`: the tile has rows that exclude keys
+/// (tokens_left_out).
+template <class Src>
+void inplace_run_pv(DF df, const Problem& p, const KvRun& run, const float* pt, bool checked, float* acc,
+                    const RowsAhead& ahead) {
+  using T = typename Src::T;
+  const T* v = static_cast<const T*>(run.value);
+  for (std::int64_t t0 = 0; t0 < run.count; t0 += kInplacePvTokens) {
+    const std::int64_t n = std::min(kInplacePvTokens, run.count - t0);
+    const T* vb = v + t0 * run.value_stride;
+    const float* pb = pt + t0 * kInplaceRows;
+    if (checked) {
+      const std::uint64_t skip = tokens_left_out<Src>(df, p, vb, run.value_stride, n, pb, acc);
+      pv_block<Src, true>(df, p, vb, run.value_stride, n, pb, skip, acc, ahead, t0 + n, kInplacePvTokens);
+    } else {
+      pv_block<Src, false>(df, p, vb, run.value_stride, n, pb, 0, acc, ahead, t0 + n, kInplacePvTokens);
+    }
+  }
+}
+
+/// Phase A of an in-place wide item: the tiled kernels' scores (column-major, kInplaceRows rows)
+/// with both products of each tile reading the K rows where they are stored.
+template <class QSrc, class Src>
+void inplace_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
+                    float* m) {
+  const DF df;
+  widen_query_rows<QSrc>(p, it, s.k);  // kInplaceRows rows of kw floats: within the K tile buffer
+  arrange_query<Src>(df, p, s.k, s.q);
+  std::fill(m, m + kInplaceRows, kNegInf);
+  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
+    const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+    float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
+    for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
+      inplace_run_scores<Src>(df, p, s.q, run, st + c * sv.col_stride, rows_ahead(p, it, run, c0 + c, true));
+    });
+    finish_score_tile(df, p, it, sv, c0, nc, m);
+  }
+}
+
+/// Phase B of an in-place wide item: as wide_accumulate, P·V reading the V rows where they are.
+template <class Src>
+void inplace_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch&, ScoreView sv,
+                        const RowStats& rs, float* l, float* acc) {
+  const DF df;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
+  std::fill(acc, acc + kInplaceRows * vd, 0.0f);
+  const bool formed = form_p_columns(df, p, it, sv, rs, l);  // 25.3 paths other than round(E)
+  if (!formed) std::fill(l, l + kInplaceRows, 0.0f);
+  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
+    const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+    float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
+    if (!formed) exp_tile(df, p, st, sv.col_stride, nc, kInplaceRows, rs.max, l);
+    const bool checked = !tile_fully_visible(p, it, c0, nc) || p.has_pse;  // else no row excludes a key
+    for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
+      inplace_run_pv<Src>(df, p, run, st + c * sv.col_stride, checked, acc, rows_ahead(p, it, run, c0 + c, false));
+    });
+  }
+  for (std::int64_t r = 0; r < kInplaceRows; ++r)
+    if (rs.max[r] == kNegInf) l[r] = 0.0f;
+  if constexpr (PairLoads<Src>::kInterleaved) {  // back from load2's order
+    std::vector<float> row(static_cast<std::size_t>(vd));
+    for (std::int64_t r = 0; r < kInplaceRows; ++r) {
+      float* a = acc + r * vd;
+      for (std::int64_t d = 0; d < vd; ++d) row[d] = a[pair_position<Src>(d, L)];
+      std::copy(row.begin(), row.end(), a);
+    }
+  }
+}
+
+#endif  // FIA_INPLACE_WIDE
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FIA_CPU_WIDE_INPLACE_PV_INL_H_
