@@ -41,10 +41,10 @@ HWY_INLINE bool row_finite(DF df, const typename Src::T* row, std::int64_t n) {
 /// the tokens P·V's vector passes leave out. These are the tokens no row weights (P = 0 for all
 /// rows: masked keys, whose V may hold anything, 25.1 #24), and the tokens some rows exclude whose
 /// V row is not finite, which are added here, in scalar, to the rows that weight them. V row t at
-/// v + t * stride, P of token t at pt + t * kInplaceRows; acc in load2's order.
+/// v + t * stride, P of token t at pt + t * kInplaceRows; acc rows ld floats apart, in load2's order.
 template <class Src>
 HWY_INLINE std::uint64_t tokens_left_out(DF df, const Problem& p, const typename Src::T* v, std::int64_t stride,
-                                         std::int64_t n, const float* pt, float* acc) {
+                                         std::int64_t n, const float* pt, float* acc, std::int64_t ld) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   const VF zero = hn::Zero(df);
   std::uint64_t out = 0;
@@ -62,59 +62,75 @@ HWY_INLINE std::uint64_t tokens_left_out(DF df, const Problem& p, const typename
     out |= std::uint64_t{1} << t;
     for (std::int64_t r = 0; r < kInplaceRows; ++r) {
       if (w[r] == 0.0f) continue;
-      for (std::int64_t d = 0; d < vd; ++d) acc[r * vd + pair_position<Src>(d, L)] += w[r] * Src::one(row, d);
+      for (std::int64_t d = 0; d < vd; ++d) acc[r * ld + pair_position<Src>(d, L)] += w[r] * Src::one(row, d);
     }
   }
   return out;
 }
 
-/// acc (16 rows of v_dim, in load2's order) += P · V over the n tokens of a block (V row t at
+/// One pass of pv_block: c0/c1[h] += P of row h (at w + t * kInplaceRows) times the pair block
+/// at d0 of V row t (v + t * stride), over the n tokens of the block, the tokens set in `skip` left
+/// out (kChecked); with kPrefetch, token t's step prefetches `bytes` at ahead[t] (n pointers).
+template <class Src, bool kChecked, bool kPrefetch>
+HWY_INLINE void pv_pass(DF df, const typename Src::T* v, std::int64_t stride, std::int64_t n, const float* w,
+                        std::uint64_t skip, std::int64_t d0, const char* const* ahead, std::int64_t bytes, VF* c0,
+                        VF* c1) {
+  for (std::int64_t t = 0; t < n; ++t, v += stride, w += kInplaceRows) {
+    if constexpr (kPrefetch) prefetch_row(ahead[t], bytes);
+    if (kChecked && ((skip >> t) & 1) != 0) continue;
+    VF x, y;
+    PairLoads<Src>::load2(df, v, d0, x, y);
+    for (int h = 0; h < kGroupRows; ++h) {
+      VF wv = hn::Set(df, w[h]);
+      keep_in_register(wv);
+      c0[h] = hn::MulAdd(wv, x, c0[h]);
+      c1[h] = hn::MulAdd(wv, y, c1[h]);
+    }
+  }
+}
+
+/// acc (16 rows of v_dim, ld floats apart, in load2's order) += P · V over the n tokens of a block (V row t at
 /// v + t * stride, P of token t at pt + t * kInplaceRows), the tokens set in `skip` left out
 /// (kChecked). One pass per pair block and row group, its accumulators in registers over the
 /// block; the first row group's pass prefetches the same pair block of the next block's rows
-/// (tokens next .. next + next_n of the run, through `ahead`).
+/// (tokens next .. next + kInplacePvTokens of the run, through `ahead`), a token per step.
 template <class Src, bool kChecked>
 HWY_INLINE void pv_block(DF df, const Problem& p, const typename Src::T* v, std::int64_t stride, std::int64_t n,
-                         const float* pt, std::uint64_t skip, float* acc, const RowsAhead& ahead, std::int64_t next,
-                         std::int64_t next_n) {
+                         const float* pt, std::uint64_t skip, float* acc, std::int64_t ld, const RowsAhead& ahead,
+                         std::int64_t next) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), B2 = 2 * L, vd = p.v_dim;
   const std::int64_t es = static_cast<std::int64_t>(sizeof(typename Src::T));
+  const char* rows[kInplacePvTokens];  // the next block's rows; past the item's end, this block's
+  for (std::int64_t t = 0; t < n; ++t) {
+    const char* r = ahead.row(next + t, 0);
+    rows[t] = r ? r : reinterpret_cast<const char*>(v + t * stride);
+  }
   for (std::int64_t d0 = 0; d0 < vd; d0 += B2) {
+    const char* at[kInplacePvTokens];
+    for (std::int64_t t = 0; t < n; ++t) at[t] = rows[t] + d0 * es;
     for (std::int64_t g = 0; g < kInplaceRows; g += kGroupRows) {
-      float* a = acc + g * vd + d0;
+      float* a = acc + g * ld + d0;
       VF c0[kGroupRows], c1[kGroupRows];
       for (int h = 0; h < kGroupRows; ++h) {
-        c0[h] = hn::LoadU(df, a + h * vd);
-        c1[h] = hn::LoadU(df, a + h * vd + L);
+        c0[h] = hn::Load(df, a + h * ld);
+        c1[h] = hn::Load(df, a + h * ld + L);
       }
-      for (std::int64_t t = 0; t < n; ++t) {
-        if (g == 0 && t < next_n)  // the next block's pair block at d0, a token per step
-          if (const char* r = ahead.row(next + t, 0)) prefetch_row(r + d0 * es, B2 * es);
-        if (kChecked && ((skip >> t) & 1) != 0) continue;
-        VF x, y;
-        PairLoads<Src>::load2(df, v + t * stride, d0, x, y);
-        const float* w = pt + t * kInplaceRows + g;
-        for (int h = 0; h < kGroupRows; ++h) {
-          VF wv = hn::Set(df, w[h]);
-          keep_in_register(wv);
-          c0[h] = hn::MulAdd(wv, x, c0[h]);
-          c1[h] = hn::MulAdd(wv, y, c1[h]);
-        }
-      }
+      if (g == 0) pv_pass<Src, kChecked, true>(df, v, stride, n, pt + g, skip, d0, at, B2 * es, c0, c1);
+      else pv_pass<Src, kChecked, false>(df, v, stride, n, pt + g, skip, d0, at, B2 * es, c0, c1);
       for (int h = 0; h < kGroupRows; ++h) {
-        hn::StoreU(c0[h], df, a + h * vd);
-        hn::StoreU(c1[h], df, a + h * vd + L);
+        hn::Store(c0[h], df, a + h * ld);
+        hn::Store(c1[h], df, a + h * ld + L);
       }
     }
   }
 }
 
-/// acc += P · V over the tokens of one run of V rows, P of token t at pt + t * kInplaceRows, in
-/// blocks of kInplacePvTokens tokens. `checked`: the tile has rows that exclude keys
-/// (tokens_left_out).
+/// acc (rows ld floats apart) += P · V over the tokens of one run of V rows, P of token t at
+/// pt + t * kInplaceRows, in blocks of kInplacePvTokens tokens. `checked`: the tile has rows that
+/// exclude keys (tokens_left_out).
 template <class Src>
 void inplace_run_pv(DF df, const Problem& p, const KvRun& run, const float* pt, bool checked, float* acc,
-                    const RowsAhead& ahead) {
+                    std::int64_t ld, const RowsAhead& ahead) {
   using T = typename Src::T;
   const T* v = static_cast<const T*>(run.value);
   for (std::int64_t t0 = 0; t0 < run.count; t0 += kInplacePvTokens) {
@@ -122,10 +138,10 @@ void inplace_run_pv(DF df, const Problem& p, const KvRun& run, const float* pt, 
     const T* vb = v + t0 * run.value_stride;
     const float* pb = pt + t0 * kInplaceRows;
     if (checked) {
-      const std::uint64_t skip = tokens_left_out<Src>(df, p, vb, run.value_stride, n, pb, acc);
-      pv_block<Src, true>(df, p, vb, run.value_stride, n, pb, skip, acc, ahead, t0 + n, kInplacePvTokens);
+      const std::uint64_t skip = tokens_left_out<Src>(df, p, vb, run.value_stride, n, pb, acc, ld);
+      pv_block<Src, true>(df, p, vb, run.value_stride, n, pb, skip, acc, ld, ahead, t0 + n);
     } else {
-      pv_block<Src, false>(df, p, vb, run.value_stride, n, pb, 0, acc, ahead, t0 + n, kInplacePvTokens);
+      pv_block<Src, false>(df, p, vb, run.value_stride, n, pb, 0, acc, ld, ahead, t0 + n);
     }
   }
 }
@@ -150,12 +166,16 @@ void inplace_scores(const Problem& p, const TileShape& tile, const WorkItem& it,
 }
 
 /// Phase B of an in-place wide item: as wide_accumulate, P·V reading the V rows where they are.
+/// The accumulators live in the V tile buffer (unused here) with rows v_tile_stride apart: rows of
+/// 512 floats 2 KiB apart fall into 2 of the 64 L1 sets, and every pass reloads 16 of them (the
+/// padding: D6 0.97x the time, in-process A/B).
 template <class Src>
-void inplace_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch&, ScoreView sv,
+void inplace_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                         const RowStats& rs, float* l, float* acc) {
   const DF df;
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
-  std::fill(acc, acc + kInplaceRows * vd, 0.0f);
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim, ld = v_tile_stride(vd);
+  float* a = s.v;
+  std::fill(a, a + kInplaceRows * ld, 0.0f);
   const bool formed = form_p_columns(df, p, it, sv, rs, l);  // 25.3 paths other than round(E)
   if (!formed) std::fill(l, l + kInplaceRows, 0.0f);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
@@ -164,18 +184,12 @@ void inplace_accumulate(const Problem& p, const TileShape& tile, const WorkItem&
     if (!formed) exp_tile(df, p, st, sv.col_stride, nc, kInplaceRows, rs.max, l);
     const bool checked = !tile_fully_visible(p, it, c0, nc) || p.has_pse;  // else no row excludes a key
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
-      inplace_run_pv<Src>(df, p, run, st + c * sv.col_stride, checked, acc, rows_ahead(p, it, run, c0 + c, false));
+      inplace_run_pv<Src>(df, p, run, st + c * sv.col_stride, checked, a, ld, rows_ahead(p, it, run, c0 + c, false));
     });
   }
-  for (std::int64_t r = 0; r < kInplaceRows; ++r)
+  for (std::int64_t r = 0; r < kInplaceRows; ++r) {
     if (rs.max[r] == kNegInf) l[r] = 0.0f;
-  if constexpr (PairLoads<Src>::kInterleaved) {  // back from load2's order
-    std::vector<float> row(static_cast<std::size_t>(vd));
-    for (std::int64_t r = 0; r < kInplaceRows; ++r) {
-      float* a = acc + r * vd;
-      for (std::int64_t d = 0; d < vd; ++d) row[d] = a[pair_position<Src>(d, L)];
-      std::copy(row.begin(), row.end(), a);
-    }
+    for (std::int64_t d = 0; d < vd; ++d) acc[r * vd + d] = a[r * ld + pair_position<Src>(d, L)];  // natural order
   }
 }
 
