@@ -43,7 +43,8 @@ echo "cross-aarch64.sh: built in $((SECONDS - start)) s"
 #  - PostQuant*, FullQuant* (int8 output quantization; the int8 full-quant kernel and its integer
 #    products), NumericsPaths (P rounding per entry point), ThreadInvariance, ForcedSchedule;
 #  - on NEON, Compiled/InplacePerIsa: the in-place wide kernels (16-row items: decode MLA,
-#    multi-token decode), which SVE targets do not have;
+#    multi-token decode), which SVE targets do not have; Compiled/WidenedKvPerIsa (prefill over
+#    K/V columns kept across items);
 #  - Isa.DispatchesToTheExpectedTarget: the emulated CPU reaches the target it is meant to test.
 # Left out everywhere: Limits/ForcedSchedule and Workers/ConcurrentRuns (schedules and threads,
 # not instruction sets; minutes each under emulation), the slow NumericsPaths on TND and
@@ -51,7 +52,7 @@ echo "cross-aarch64.sh: built in $((SECONDS - start)) s"
 # targets other than the run's own (each has its own run).
 neon_kernels='Isa.*:Compiled/PerIsa.*/NEON:Seeds/RandomSweep.*:Shapes/SplitBoundary.*:Shapes/TileBoundary.*'
 neon_kernels+=':PostQuant*:FullQuant*:*ThreadInvariance.*:ForcedSchedule.*:NumericsPaths.IncreFlash*'
-neon_kernels+=':NumericsPaths.SplitRows*:NumericsPaths.Rule*:Compiled/InplacePerIsa.*/NEON'
+neon_kernels+=':NumericsPaths.SplitRows*:NumericsPaths.Rule*:Compiled/InplacePerIsa.*/NEON:Compiled/WidenedKvPerIsa.*/NEON'
 neon_antiquant='Compiled/AntiquantPerIsa.*/NEON:Seeds/*:Cases/*:AntiquantThreadInvariance.*:PagedEquals*'
 sve_kernels() {
   echo "Isa.*:Compiled/PerIsa.RandomCalls/$1:Seeds/RandomSweep.CpuMatchesReference/?"\

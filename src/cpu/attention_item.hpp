@@ -26,6 +26,23 @@ struct OutputRows {
   RowIndex lse;  ///< softmax_lse rows (F32), used when Problem::lse
 };
 
+/// K and V columns of one (batch, KV head) widened to f32 (dequantized, as the tiles of wide
+/// items: widen_tile), kept in a worker's workspace across the wide items it computes, so that the
+/// row blocks of a head (every prefill item over the same keys) widen each column once instead of
+/// once per item. Its values depend only on (b, h, column), so any item of the call may read what
+/// another item left. Reset at the start of every call (the workspace is the caller's).
+struct WidenedKv {
+  std::int64_t b = -1, h = -1;          ///< the batch and KV head held (-1: nothing)
+  std::int64_t begin = 0, end = 0;      ///< the columns [begin, end) held
+  std::int64_t capacity = 0;            ///< columns it can hold
+  float* k = nullptr;                   ///< column j at k + (j - begin) * (qk_dim + rope_dim)
+  float* v = nullptr;                   ///< column j at v + (j - begin) * v_tile_stride(v_dim)
+  /// True when it holds columns [lo, hi) of batch b, KV head h.
+  bool holds(std::int64_t b_, std::int64_t h_, std::int64_t lo, std::int64_t hi) const {
+    return b == b_ && h == h_ && begin <= lo && hi <= end;
+  }
+};
+
 /// Per-worker scratch (64-byte aligned): Q (R x kw, or transposed kw x Rp), K and V tiles
 /// (cols x kw, cols x v_dim), and transposed accumulators (v_dim x Rp).
 struct ItemScratch {
@@ -33,6 +50,7 @@ struct ItemScratch {
   float* k = nullptr;
   float* v = nullptr;
   float* acc_t = nullptr;
+  WidenedKv* kv = nullptr;  ///< null: the plan keeps no widened columns
 };
 
 /// The scores of an item: element (r, c) (c relative to the item's first column) at

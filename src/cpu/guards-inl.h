@@ -36,12 +36,15 @@ HWY_INLINE bool all_finite(DF df, const float* x, std::int64_t n) {
 /// Wide P·V over a tile whose V rows (nc rows of vd) may hold non-finite values: such a row is
 /// added in scalar to the rows that weight it (P != 0) and then zeroed, so that the panel product
 /// never forms 0 * inf or 0 * NaN for rows that exclude it (25.1 #24). P is column-major (element
-/// (c, r) at pt[c * cs + r], Rp rows); V row c starts at v + c * ldv; acc_t is vd x Rp.
-HWY_INLINE void isolate_non_finite_values(DF df, const float* pt, std::int64_t cs, std::int64_t Rp, float* v,
+/// (c, r) at pt[c * cs + r], Rp rows); V row c starts at v + c * ldv; acc_t is vd x Rp. True when
+/// a row was zeroed.
+HWY_INLINE bool isolate_non_finite_values(DF df, const float* pt, std::int64_t cs, std::int64_t Rp, float* v,
                                           std::int64_t ldv, std::int64_t nc, std::int64_t vd, float* acc_t) {
+  bool zeroed = false;
   for (std::int64_t c = 0; c < nc; ++c) {
     float* vc = v + c * ldv;
     if (all_finite(df, vc, vd)) continue;
+    zeroed = true;
     for (std::int64_t r = 0; r < Rp; ++r) {
       const float w = pt[c * cs + r];
       if (w == 0.0f) continue;
@@ -49,6 +52,7 @@ HWY_INLINE void isolate_non_finite_values(DF df, const float* pt, std::int64_t c
     }
     std::fill(vc, vc + vd, 0.0f);
   }
+  return zeroed;
 }
 
 }  // namespace fia::detail::HWY_NAMESPACE

@@ -77,6 +77,38 @@ void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int6
   });
 }
 
+/// Makes the worker's WidenedKv hold as many of the item's columns as fit, from the first on: it
+/// keeps what it holds when the item's columns continue it (the next row block of a head, or
+/// causal rows that see more keys) and starts over at the item's first column otherwise.
+template <class Src>
+void hold_columns(const Problem& p, const WorkItem& it, WidenedKv* kv) {
+  if (kv == nullptr) return;
+  if (!(kv->b == it.b && kv->h == it.h && kv->begin <= it.col_begin && it.col_begin <= kv->end)) {
+    kv->b = it.b;
+    kv->h = it.h;
+    kv->begin = kv->end = it.col_begin;
+  }
+  const std::int64_t end = std::min(it.col_end, kv->begin + kv->capacity);
+  if (end <= kv->end) return;
+  const std::int64_t held = kv->end - kv->begin;
+  widen_tile<Src>(p, it, kv->end, end - kv->end, true, kv->k + held * (p.qk_dim + p.rope_dim));
+  widen_tile<Src>(p, it, kv->end, end - kv->end, false, kv->v + held * v_tile_stride(p.v_dim));
+  kv->end = end;
+}
+
+/// The f32 K (keys) or V tile of columns [c0, c0 + nc) of item it: in the worker's WidenedKv when
+/// it holds them, else widened into `tile`.
+template <class Src>
+HWY_INLINE float* kv_tile(const Problem& p, const WorkItem& it, const WidenedKv* kv, std::int64_t c0, std::int64_t nc,
+                          bool keys, float* tile) {
+  if (kv != nullptr && kv->holds(it.b, it.h, c0, c0 + nc)) {
+    const std::int64_t width = keys ? p.qk_dim + p.rope_dim : v_tile_stride(p.v_dim);
+    return (keys ? kv->k : kv->v) + (c0 - kv->begin) * width;
+  }
+  widen_tile<Src>(p, it, c0, nc, keys, tile);
+  return tile;
+}
+
 /// out[c][r-block] = scale * sum_x a[x][r-block] * b(c, x) for NV row vectors and NC columns,
 /// b(c, x) = b[c * bc + x * bx]; `a` rows have stride lda, `out` rows stride ldo. With
 /// `accumulate` the sum is added to out instead (scale unused). Scaled results saturate (see
@@ -270,11 +302,12 @@ void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, co
     for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r, Rp);
   }
   std::fill(m, m + Rp, kNegInf);
+  hold_columns<Src>(p, it, s.kv);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
-    widen_tile<Src>(p, it, c0, nc, true, s.k);
+    const float* kt = kv_tile<Src>(p, it, s.kv, c0, nc, true, s.k);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
-    panel_product(df, s.q, Rp, Rp, s.k, kw, 1, nc, kw, st, sv.col_stride, p.scale, false);
+    panel_product(df, s.q, Rp, Rp, kt, kw, 1, nc, kw, st, sv.col_stride, p.scale, false);
     finish_score_tile(df, p, it, sv, c0, nc, m);
   }
 }
@@ -290,13 +323,15 @@ void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it
   if (!formed) std::fill(l, l + Rp, 0.0f);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
-    widen_tile<Src>(p, it, c0, nc, false, s.v);
+    float* vt = kv_tile<Src>(p, it, s.kv, c0, nc, false, s.v);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
     if (!formed) exp_tile(df, p, st, sv.col_stride, nc, Rp, m, l);
     // acc_t[d][r] += sum_c P[c][r] * V[c][d]
+    bool isolated = false;
     if (!tile_fully_visible(p, it, c0, nc) || p.has_pse)  // else no row excludes a key of the tile
-      isolate_non_finite_values(df, st, sv.col_stride, Rp, s.v, ldv, nc, vd, s.acc_t);
-    panel_product(df, st, sv.col_stride, Rp, s.v, 1, ldv, vd, nc, s.acc_t, Rp, 1.0f, true);
+      isolated = isolate_non_finite_values(df, st, sv.col_stride, Rp, vt, ldv, nc, vd, s.acc_t);
+    panel_product(df, st, sv.col_stride, Rp, vt, 1, ldv, vd, nc, s.acc_t, Rp, 1.0f, true);
+    if (isolated && vt != s.v) widen_tile<Src>(p, it, c0, nc, false, vt);  // the held values back for the next items
   }
   for (std::int64_t r = 0; r < R; ++r) {
     if (m[r] == kNegInf) l[r] = 0.0f;

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 
 namespace fia::detail {
 
@@ -57,8 +58,27 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
   s.spare_max = take(R);
   s.entering = take(R);
   s.norm = take(R);
+  if (plan.widened_kv_cols > 0) {
+    s.tiles.kv = reinterpret_cast<WidenedKv*>(take(sizeof(WidenedKv) / sizeof(float) + 1));
+    take(plan.widened_kv_cols * kw);
+    take(plan.widened_kv_cols * v_tile_stride(vd));
+  }
   s.scores = f;
   return s;
+}
+
+/// Empties every worker's WidenedKv: the workspace is the caller's, and may hold another call's.
+void reset_widened_kv(const Problem& p, const CpuPlan& plan, float* base) {
+  if (plan.widened_kv_cols == 0) return;
+  const std::int64_t kw = p.qk_dim + p.rope_dim;
+  for (int t = 0; t < plan.threads; ++t) {
+    WidenedKv* kv = scratch_for(p, plan, base, t).tiles.kv;
+    float* k = reinterpret_cast<float*>(kv) + round16(sizeof(WidenedKv) / sizeof(float) + 1);
+    new (kv) WidenedKv{};
+    kv->capacity = plan.widened_kv_cols;
+    kv->k = k;
+    kv->v = k + round16(static_cast<std::size_t>(plan.widened_kv_cols * kw));
+  }
 }
 
 /// The layout of an item's scores: column-major (stride Rp) for wide items, row-major otherwise.
@@ -215,6 +235,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
   float* wave = base + plan.floats_per_thread * static_cast<std::size_t>(plan.threads);
   const int workers = std::clamp(threads, 1, plan.threads);
   const Slots slots{base, workers == 1};
+  reset_widened_kv(p, plan, base);
   const auto n_items = static_cast<std::int64_t>(plan.items.size());
   const std::int64_t vd = p.v_dim;
   auto body = [&] {

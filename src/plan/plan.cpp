@@ -1,5 +1,6 @@
 #include "plan/plan.hpp"
 
+#include "cpu/attention_item.hpp"
 #include "cpu/full_quant.hpp"
 #include "cpu/mla_full_quant.hpp"
 
@@ -16,6 +17,25 @@ constexpr std::int64_t kSplitMaxRows = 16;    // query rows below which long row
 constexpr std::int64_t kNarrowMaxRows = 64;   // packed rows of a narrow item spanning several KV heads
 
 std::size_t round16(std::int64_t n) { return static_cast<std::size_t>((n + 15) / 16 * 16); }
+
+/// Columns of each worker's WidenedKv: none unless some KV head has two self-contained wide items
+/// on the tiled kernels (the row blocks of a prefill), else as many as the widest of them spans,
+/// within lim.widened_kv_bytes, and at least a tile.
+std::int64_t widened_kv_columns(const Problem& p, const CpuPlan& plan, const PlanLimits& lim) {
+  const std::int64_t per_column = (p.qk_dim + p.rope_dim + v_tile_stride(p.v_dim)) * std::int64_t{sizeof(float)};
+  const std::int64_t most = lim.widened_kv_bytes / per_column;
+  std::int64_t span = 0;
+  bool shared = false;
+  const WorkItem* last = nullptr;
+  for (const WorkItem& it : plan.items) {
+    if (!is_wide(it) || (plan.kernels.inplace_scores != nullptr && padded_rows(it) == kInplaceRows)) continue;
+    shared = shared || (last != nullptr && last->b == it.b && last->h == it.h);
+    span = std::max(span, it.col_end - it.col_begin);
+    last = &it;
+  }
+  const std::int64_t cols = std::min(span, most);
+  return shared && cols >= std::min(span, kTileCols) ? cols : 0;
+}
 }  // namespace
 
 void visible_columns(const Problem& p, std::int64_t b, std::int64_t row_begin, std::int64_t row_end,
@@ -147,8 +167,12 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   const std::int64_t C = plan.tile.cols, R = max_rows;
   // Per worker: Q, K tile, V tile, accumulators (and transposed), row max, sum, a spare max, the
   // running max entering an item and the normalising factors (25.3), scores.
+  plan.widened_kv_cols = widened_kv_columns(p, plan, lim);
+  const std::int64_t W = plan.widened_kv_cols;
   plan.floats_per_thread = round16(R * kw) + round16(C * kw) + round16(C * v_tile_stride(vd)) + 2 * round16(R * vd) +
                            5 * round16(R) + round16(thread_scores);
+  // The WidenedKv itself (as floats), then its K and V columns.
+  if (W > 0) plan.floats_per_thread += round16(sizeof(WidenedKv) / sizeof(float) + 1) + round16(W * kw) + round16(W * v_tile_stride(vd));
   const bool any = !plan.items.empty() || !plan.splits.empty();
   plan.workspace_bytes = any ? (plan.floats_per_thread * plan.threads + plan.wave_floats) * sizeof(float) + 64 : 0;
   return plan;

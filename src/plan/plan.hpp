@@ -120,6 +120,7 @@ struct CpuPlan {
   std::vector<Wave> waves;
   int threads = 1;                    ///< workers the per-thread scratch is sized for
   std::size_t floats_per_thread = 0;
+  std::int64_t widened_kv_cols = 0;   ///< columns of each worker's WidenedKv (0: none)
   std::size_t wave_floats = 0;        ///< storage of the largest wave
   std::size_t workspace_bytes = 0;
 };
@@ -130,6 +131,9 @@ struct PlanLimits {
   std::int64_t score_budget = 1 << 18;  ///< floats of stored scores per self-contained item
   std::int64_t wave_budget = 1 << 24;   ///< floats of storage per wave
   double serial_work = 1 << 20;          ///< multiply-adds below which a call runs on one thread
+  /// Bytes per worker of K and V columns widened to f32 and kept across the wide items of one KV
+  /// head (WidenedKv); 0 widens them again for every item. Results do not depend on it.
+  std::int64_t widened_kv_bytes = std::int64_t{1} << 19;
 };
 
 /// Builds the schedule for `threads` workers (>= 1). Items, tiles and chunks depend only on the
