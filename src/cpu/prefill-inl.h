@@ -77,6 +77,22 @@ void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int6
   });
 }
 
+/// dst[x * ld_dst + r] = src[r * ld_src + x] for r < rows, x < cols: a transpose, a vector of
+/// rows gathered at a time.
+HWY_INLINE void transpose_into(DF df, const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols,
+                               float* dst, std::int64_t ld_dst) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const hn::RebindToSigned<DF> di;
+  HWY_ALIGN std::int32_t offsets[HWY_MAX_BYTES / sizeof(float)];
+  for (std::int64_t k = 0; k < L; ++k) offsets[k] = static_cast<std::int32_t>(k * ld_src);
+  const auto index = hn::Load(di, offsets);
+  std::int64_t r = 0;
+  for (; r + L <= rows; r += L)
+    for (std::int64_t x = 0; x < cols; ++x) hn::StoreU(hn::GatherIndex(df, src + r * ld_src + x, index), df, dst + x * ld_dst + r);
+  for (; r < rows; ++r)
+    for (std::int64_t x = 0; x < cols; ++x) dst[x * ld_dst + r] = src[r * ld_src + x];
+}
+
 /// Makes the worker's WidenedKv hold as many of the item's columns as fit, from the first on: it
 /// keeps what it holds when the item's columns continue it (the next row block of a head, or
 /// causal rows that see more keys) and starts over at the item's first column otherwise.
@@ -296,8 +312,7 @@ void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, co
   std::fill(s.q, s.q + kw * Rp, 0.0f);
   if (R <= tile.cols) {
     widen_query_rows<QSrc>(p, it, s.k);
-    for (std::int64_t x = 0; x < kw; ++x)
-      for (std::int64_t r = 0; r < R; ++r) s.q[x * Rp + r] = s.k[r * kw + x];
+    transpose_into(df, s.k, kw, R, kw, s.q, Rp);
   } else {
     for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r, Rp);
   }
@@ -333,10 +348,9 @@ void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it
     panel_product(df, st, sv.col_stride, Rp, vt, 1, ldv, vd, nc, s.acc_t, Rp, 1.0f, true);
     if (isolated && vt != s.v) widen_tile<Src>(p, it, c0, nc, false, vt);  // the held values back for the next items
   }
-  for (std::int64_t r = 0; r < R; ++r) {
+  for (std::int64_t r = 0; r < R; ++r)
     if (m[r] == kNegInf) l[r] = 0.0f;
-    for (std::int64_t d = 0; d < vd; ++d) acc[r * vd + d] = s.acc_t[d * Rp + r];
-  }
+  transpose_into(df, s.acc_t, Rp, vd, R, acc, vd);
 }
 
 }  // namespace fia::detail::HWY_NAMESPACE
