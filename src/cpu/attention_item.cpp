@@ -108,18 +108,9 @@ void item_exp_sums(const WorkItem& item, ScoreView scores, const float* m, float
 
 ItemKernels select_item_kernels(const Problem& p) { return HWY_DYNAMIC_DISPATCH(SelectKernels)(p); }
 
-namespace {
-
-/// True when the item runs on the in-place wide kernels.
-bool in_place(const CpuPlan& plan, const WorkItem& item) {
-  return plan.kernels.inplace_scores != nullptr && is_wide(item) && padded_rows(item) == kInplaceRows;
-}
-
-}  // namespace
-
 void item_scores(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s, ScoreView scores,
                  float* m) {
-  const auto kernel = in_place(plan, item) ? plan.kernels.inplace_scores
+  const auto kernel = runs_in_place(plan, item) ? plan.kernels.inplace_scores
                       : is_wide(item)      ? plan.kernels.wide_scores
                                            : plan.kernels.narrow_scores;
   kernel(p, plan.tile, item, s, scores, m);
@@ -127,7 +118,7 @@ void item_scores(const Problem& p, const CpuPlan& plan, const WorkItem& item, co
 
 void item_accumulate(const Problem& p, const CpuPlan& plan, const WorkItem& item, const ItemScratch& s,
                      ScoreView scores, const RowStats& stats, float* l, float* acc) {
-  const auto kernel = in_place(plan, item) ? plan.kernels.inplace_accumulate
+  const auto kernel = runs_in_place(plan, item) ? plan.kernels.inplace_accumulate
                       : is_wide(item)      ? plan.kernels.wide_accumulate
                                            : plan.kernels.narrow_accumulate;
   kernel(p, plan.tile, item, s, scores, stats, l, acc);

@@ -13,6 +13,7 @@
 //     so that both products are register-blocked over rows; scores are column-major.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "plan/plan.hpp"
@@ -42,6 +43,9 @@ struct WidenedKv {
     return b == b_ && h == h_ && begin <= lo && hi <= end;
   }
 };
+
+/// Floats of workspace a WidenedKv itself takes (its columns follow).
+inline constexpr std::size_t kWidenedKvFloats = (sizeof(WidenedKv) + sizeof(float) - 1) / sizeof(float);
 
 /// Per-worker scratch (64-byte aligned): Q (R x kw, or transposed kw x Rp), K and V tiles
 /// (cols x kw, cols x v_dim), and transposed accumulators (v_dim x Rp).

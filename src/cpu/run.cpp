@@ -33,6 +33,8 @@ struct Scratch {
   float* spare_max = nullptr;
   float* entering = nullptr;
   float* norm = nullptr;
+  float* widened_k = nullptr;  ///< the K and V columns of tiles.kv (with a WidenedKv)
+  float* widened_v = nullptr;
   float* scores = nullptr;
 };
 
@@ -59,9 +61,9 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
   s.entering = take(R);
   s.norm = take(R);
   if (plan.widened_kv_cols > 0) {
-    s.tiles.kv = reinterpret_cast<WidenedKv*>(take(sizeof(WidenedKv) / sizeof(float) + 1));
-    take(plan.widened_kv_cols * kw);
-    take(plan.widened_kv_cols * v_tile_stride(vd));
+    s.tiles.kv = reinterpret_cast<WidenedKv*>(take(kWidenedKvFloats));
+    s.widened_k = take(plan.widened_kv_cols * kw);
+    s.widened_v = take(plan.widened_kv_cols * v_tile_stride(vd));
   }
   s.scores = f;
   return s;
@@ -70,14 +72,9 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
 /// Empties every worker's WidenedKv: the workspace is the caller's, and may hold another call's.
 void reset_widened_kv(const Problem& p, const CpuPlan& plan, float* base) {
   if (plan.widened_kv_cols == 0) return;
-  const std::int64_t kw = p.qk_dim + p.rope_dim;
   for (int t = 0; t < plan.threads; ++t) {
-    WidenedKv* kv = scratch_for(p, plan, base, t).tiles.kv;
-    float* k = reinterpret_cast<float*>(kv) + round16(sizeof(WidenedKv) / sizeof(float) + 1);
-    new (kv) WidenedKv{};
-    kv->capacity = plan.widened_kv_cols;
-    kv->k = k;
-    kv->v = k + round16(static_cast<std::size_t>(plan.widened_kv_cols * kw));
+    const Scratch s = scratch_for(p, plan, base, t);
+    new (s.tiles.kv) WidenedKv{.capacity = plan.widened_kv_cols, .k = s.widened_k, .v = s.widened_v};
   }
 }
 

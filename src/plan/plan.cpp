@@ -28,7 +28,7 @@ std::int64_t widened_kv_columns(const Problem& p, const CpuPlan& plan, const Pla
   bool shared = false;
   const WorkItem* last = nullptr;
   for (const WorkItem& it : plan.items) {
-    if (!is_wide(it) || (plan.kernels.inplace_scores != nullptr && padded_rows(it) == kInplaceRows)) continue;
+    if (!is_wide(it) || runs_in_place(plan, it)) continue;
     shared = shared || (last != nullptr && last->b == it.b && last->h == it.h);
     span = std::max(span, it.col_end - it.col_begin);
     last = &it;
@@ -165,14 +165,16 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   plan.threads = static_cast<int>(std::clamp<std::size_t>(widest, 1, static_cast<std::size_t>(plan.threads)));
   plan.tile.rows = max_rows;
   const std::int64_t C = plan.tile.cols, R = max_rows;
-  // Per worker: Q, K tile, V tile, accumulators (and transposed), row max, sum, a spare max, the
-  // running max entering an item and the normalising factors (25.3), scores.
   plan.widened_kv_cols = widened_kv_columns(p, plan, lim);
   const std::int64_t W = plan.widened_kv_cols;
+  // Per worker: Q, K tile, V tile, accumulators (and transposed), row max, sum, a spare max, the
+  // running max entering an item and the normalising factors (25.3), scores; with a WidenedKv,
+  // the store and its K and V columns.
   plan.floats_per_thread = round16(R * kw) + round16(C * kw) + round16(C * v_tile_stride(vd)) + 2 * round16(R * vd) +
                            5 * round16(R) + round16(thread_scores);
-  // The WidenedKv itself (as floats), then its K and V columns.
-  if (W > 0) plan.floats_per_thread += round16(sizeof(WidenedKv) / sizeof(float) + 1) + round16(W * kw) + round16(W * v_tile_stride(vd));
+  if (W > 0)
+    plan.floats_per_thread += round16(static_cast<std::int64_t>(kWidenedKvFloats)) + round16(W * kw) +
+                              round16(W * v_tile_stride(vd));
   const bool any = !plan.items.empty() || !plan.splits.empty();
   plan.workspace_bytes = any ? (plan.floats_per_thread * plan.threads + plan.wave_floats) * sizeof(float) + 64 : 0;
   return plan;

@@ -125,6 +125,12 @@ struct CpuPlan {
   std::size_t workspace_bytes = 0;
 };
 
+/// True when `item` runs on the in-place wide kernels (the plan's problem has them on this
+/// instruction set, and the item is one row block of kInplaceRows rows).
+inline bool runs_in_place(const CpuPlan& plan, const WorkItem& item) {
+  return plan.kernels.inplace_scores != nullptr && is_wide(item) && padded_rows(item) == kInplaceRows;
+}
+
 /// Schedule knobs (tests force other chunk sizes; results then change only within tolerance).
 struct PlanLimits {
   std::int64_t chunk_cols = 512;        ///< KV tokens per chunk of a split group
