@@ -40,6 +40,13 @@ HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
   for (std::int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(b + o, 0, 2);
 }
 
+/// Prefetches the cache lines of `bytes` bytes at p into L1: for lines needed a few hundred
+/// cycles later, such as the next pass of a kernel over rows it already holds in L2.
+HWY_INLINE void prefetch_l1(const void* p, std::int64_t bytes) {
+  const auto* b = static_cast<const char*>(p);
+  for (std::int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(b + o, 0, 3);
+}
+
 /// What a kernel prefetches while it walks tokens t of a sub-run: `bytes` of the token row
 /// `distance` tokens ahead (base + (t + distance) * stride), while t + distance < limit.
 struct Prefetch {
