@@ -126,39 +126,47 @@ Probe summarize(std::vector<double> samples) {
   return p;
 }
 
-Probe measure_read_bandwidth(int threads, int rounds) {
+struct BandwidthProbe::Buffer {
+  hwy::AlignedFreeUniquePtr<float[]> data;
+  std::size_t slice = 0;  ///< floats per worker
+  int threads = 1;
+  std::vector<float> sums;
+};
+
+BandwidthProbe::BandwidthProbe(int threads) : buffer_(std::make_shared<Buffer>()) {
+  Buffer& b = *buffer_;
+  b.threads = std::max(threads, 1);
   const std::size_t bytes = std::max<std::size_t>(512u << 20, 8 * static_cast<std::size_t>(last_level_cache_bytes()));
   const std::size_t n = bytes / sizeof(float);
-  auto buf = hwy::AllocateAligned<float>(n);
-  const std::size_t slice = n / static_cast<std::size_t>(threads) / 256 * 256;
-  timed_on_threads(threads, [&](int t) { std::fill(buf.get() + t * slice, buf.get() + (t + 1) * slice, 1.0f); });
-  std::vector<double> rates;
-  std::vector<float> sums(static_cast<std::size_t>(threads));
-  for (int pass = 0; pass < rounds; ++pass) {
-    const double s = timed_on_threads(threads, [&](int t) { sums[t] = HWY_DYNAMIC_DISPATCH(SumFloats)(buf.get() + t * slice, slice); });
-    rates.push_back(static_cast<double>(slice * threads * sizeof(float)) / s);
-  }
-  volatile float keep = sums[0];
-  (void)keep;
-  return summarize(rates);
+  b.data = hwy::AllocateAligned<float>(n);
+  b.slice = n / static_cast<std::size_t>(b.threads) / 256 * 256;
+  b.sums.resize(static_cast<std::size_t>(b.threads));
+  timed_on_threads(b.threads, [&](int t) { std::fill(b.data.get() + t * b.slice, b.data.get() + (t + 1) * b.slice, 1.0f); });
 }
 
-Probe measure_fma_peak(int threads, int rounds) {
+double BandwidthProbe::round() {
+  Buffer& b = *buffer_;
+  const double s = timed_on_threads(b.threads, [&](int t) {
+    b.sums[t] = HWY_DYNAMIC_DISPATCH(SumFloats)(b.data.get() + t * b.slice, b.slice);
+  });
+  volatile float keep = b.sums[0];
+  (void)keep;
+  return static_cast<double>(b.slice * static_cast<std::size_t>(b.threads) * sizeof(float)) / s;
+}
+
+double fma_peak_round(int threads) {
   constexpr std::int64_t kIters = 20'000'000;
-  std::vector<double> rates;
-  std::vector<float> sinks(static_cast<std::size_t>(threads));
-  std::vector<double> flops(static_cast<std::size_t>(threads));
-  for (int pass = 0; pass < rounds; ++pass) {
-    const double s = timed_on_threads(threads, [&](int t) {
-      flops[t] = HWY_DYNAMIC_DISPATCH(FmaChains)(kIters, 1.0f + static_cast<float>(t), &sinks[t]);
-    });
-    double total = 0.0;
-    for (double f : flops) total += f;
-    rates.push_back(total / s);
-  }
+  const int n = std::max(threads, 1);
+  std::vector<float> sinks(static_cast<std::size_t>(n));
+  std::vector<double> flops(static_cast<std::size_t>(n));
+  const double s = timed_on_threads(n, [&](int t) {
+    flops[t] = HWY_DYNAMIC_DISPATCH(FmaChains)(kIters, 1.0f + static_cast<float>(t), &sinks[t]);
+  });
   volatile float keep = sinks[0];
   (void)keep;
-  return summarize(rates);
+  double total = 0.0;
+  for (double f : flops) total += f;
+  return total / s;
 }
 
 }  // namespace fia::bench

@@ -1,6 +1,7 @@
 // The limits a kernel is measured against, measured in the same run (issue: ratios, not absolutes).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 namespace fia::bench {
@@ -15,13 +16,24 @@ struct Probe {
 /// The median, min and max of `samples` (the upper median for an even count); all 0 when empty.
 Probe summarize(std::vector<double> samples);
 
-/// Read bandwidth in bytes per second: `threads` workers each summing their slice of a buffer
-/// 8x the last-level cache (at least 512 MiB), `rounds` passes.
-Probe measure_read_bandwidth(int threads, int rounds = 7);
+/// The read-bandwidth probe: `threads` workers each summing their slice of a buffer 8x the
+/// last-level cache (at least 512 MiB), allocated and paged in once, so that rounds can be taken
+/// between the calls of every workload.
+class BandwidthProbe {
+ public:
+  explicit BandwidthProbe(int threads);
+  /// One pass over the buffer: its read bandwidth in bytes per second.
+  double round();
 
-/// fp32 fused multiply-add peak in FLOP/s (2 per lane per FMA): `threads` workers running
-/// independent register-resident FMA chains on the kernels' instruction set, `rounds` runs.
-Probe measure_fma_peak(int threads, int rounds = 7);
+ private:
+  struct Buffer;
+  std::shared_ptr<Buffer> buffer_;
+};
+
+/// One round of the fp32 fused multiply-add peak in FLOP/s (2 per lane per FMA): `threads`
+/// workers running independent register-resident FMA chains on the kernels' instruction set,
+/// about 35 ms.
+double fma_peak_round(int threads);
 
 /// Bytes of the last-level cache (Linux: sysfs, then sysconf; macOS: sysctl hw.l3cachesize, else
 /// at least 32 MiB from hw.l2cachesize; else 32 MiB).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <vector>
 
 namespace fia::bench {
@@ -13,7 +14,7 @@ double roofline_seconds(double bytes, double flops, const MachineLimits& limits,
   return std::max(memory, compute);
 }
 
-Measurement measure(Workload& w, const Options& options, int repeat, const MachineLimits& limits,
+Measurement measure(Workload& w, const Options& options, int repeat, const LimitProbes& probes,
                     const std::function<void(int, int)>& progress) {
   Measurement m;
   m.name = w.name;
@@ -50,6 +51,19 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Machi
     if (!st.ok()) return fail(st);
   }
   std::vector<double> times;
+  std::vector<double>& bandwidth = m.bandwidth_rounds;
+  std::vector<double>& peak = m.peak_rounds;
+  int rounds = 0;
+  // A round leaves the caches holding the probe's buffer; a decode call is short enough for that
+  // to show, so an untimed call on the copy just used (its next call's KV is cold regardless)
+  // brings back the workspace and the query first.
+  auto probe_round = [&](std::size_t copy) {
+    if (probes.read_bandwidth) bandwidth.push_back(probes.read_bandwidth());
+    if (probes.fma_peak) peak.push_back(probes.fma_peak());
+    ++rounds;
+    return w.decode ? call(w.copies[copy % w.copies.size()]->args) : Status{};
+  };
+  if (probes.rounds > 0 && !(st = probe_round(w.copies.size() - 1)).ok()) return fail(st);
   for (int i = 0; i < repeat; ++i) {
     const FiaArgs& args = w.copies[static_cast<std::size_t>(i) % w.copies.size()]->args;
     const auto t0 = std::chrono::steady_clock::now();
@@ -57,7 +71,15 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Machi
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (!st.ok()) return fail(st);
     if (progress) progress(i + 1, repeat);
+    // Round k (k = 1 .. rounds - 1) after call ceil(k * repeat / (rounds - 1)).
+    if (rounds > 0 && rounds < probes.rounds &&
+        static_cast<std::int64_t>(i + 1) * (probes.rounds - 1) >= static_cast<std::int64_t>(rounds) * repeat &&
+        !(st = probe_round(static_cast<std::size_t>(i))).ok())
+      return fail(st);
   }
+  m.read_bandwidth = summarize(bandwidth);
+  m.fma_peak = summarize(peak);
+  const MachineLimits limits{m.read_bandwidth.median, m.fma_peak.median};
   std::sort(times.begin(), times.end());
   m.median_s = times[times.size() / 2];
   m.min_s = times.front();

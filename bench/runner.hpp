@@ -3,7 +3,9 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "bench/machine_limits.hpp"
 #include "bench/workload.hpp"
 
 namespace fia::bench {
@@ -17,6 +19,16 @@ struct MachineLimits {
 /// rule for decode and prefill); `memory_bound` tells which term is the larger. 0 without limits.
 double roofline_seconds(double bytes, double flops, const MachineLimits& limits, bool* memory_bound);
 
+/// One round of each machine probe (bytes / s and FLOP / s; an empty function is not probed),
+/// taken between a workload's calls: `rounds` of each per workload, the first before its first
+/// timed call and the others spread evenly after its calls. A shared machine's bandwidth and
+/// FMA rate drift by more than 1.5x within a run, so each workload is judged against the medians
+/// of the rounds taken while it ran rather than against one probe at the start.
+struct LimitProbes {
+  std::function<double()> read_bandwidth, fma_peak;
+  int rounds = 6;
+};
+
 struct Measurement {
   std::string name, what, error;
   bool skipped = false;  ///< error is the library's "not supported yet" (kUnsupported): not a failure
@@ -26,14 +38,17 @@ struct Measurement {
   double bytes_per_call = 0.0;  ///< Workload::bytes_per_call (0: unknown, the call was rejected)
   double flops_per_call = 0.0;  ///< Workload::flops_per_call
   double rate = 0.0;        ///< decode: bytes_per_call / median_s; prefill: FLOP / s
-  double roofline_s = 0.0;  ///< roofline_seconds of the call
+  std::vector<double> bandwidth_rounds, peak_rounds;  ///< the rounds taken between the calls
+  Probe read_bandwidth, fma_peak;                     ///< their summaries (bytes / s, FLOP / s)
+  double roofline_s = 0.0;  ///< roofline_seconds of the call against the probes' medians
   bool memory_bound = false;
   double fraction = 0.0;    ///< roofline_s / median_s: the fraction of the roofline reached
 };
 
 /// Times `repeat` calls (plan + run, rotating over the workload's copies after one warm-up call
-/// per copy) with `options`; `progress(done, total)` is called after each call.
-Measurement measure(Workload& w, const Options& options, int repeat, const MachineLimits& limits,
+/// per copy) with `options`, taking the rounds of `probes` between them (untimed);
+/// `progress(done, total)` is called after each call.
+Measurement measure(Workload& w, const Options& options, int repeat, const LimitProbes& probes,
                     const std::function<void(int, int)>& progress);
 
 }  // namespace fia::bench

@@ -264,6 +264,36 @@ TEST(BenchWorkload, ColdCopiesOfDecodeMlaRotateTheKeysAlone) {
   EXPECT_EQ(a.attention_out.bytes, b.attention_out.bytes);
 }
 
+TEST(BenchRoofline, EachShapeIsJudgedAgainstProbeRoundsTakenBetweenItsCalls) {
+  bench::Workload w = shape("D1");
+  std::string order;  // 'p': a probe round, 'c': a timed call
+  double next = 0.0;
+  bench::LimitProbes probes{[&] {
+                              order += 'p';
+                              return next += 10e9;  // 10, 20, ... GB/s: the median is the 4th of 6
+                            },
+                            [] { return 1e18; }, 6};
+  Options opt;
+  opt.threads = 1;
+  opt.backend = Backend::kCpu;
+  const bench::Measurement m = bench::measure(w, opt, 10, probes, [&](int, int) { order += 'c'; });
+  ASSERT_TRUE(m.error.empty()) << m.error;
+  EXPECT_EQ(order, "pccpccpccpccpccp");  // one before the first call, the others spread after them
+  ASSERT_EQ(m.bandwidth_rounds.size(), 6u);
+  EXPECT_EQ(m.read_bandwidth.median, 40e9);
+  EXPECT_EQ(m.read_bandwidth.min, 10e9);
+  EXPECT_EQ(m.read_bandwidth.max, 60e9);
+  EXPECT_TRUE(m.memory_bound);
+  EXPECT_DOUBLE_EQ(m.roofline_s, w.bytes_per_call / 40e9);
+  EXPECT_DOUBLE_EQ(m.fraction, m.roofline_s / m.median_s);
+
+  bench::LimitProbes none;  // no probe: no rounds, no roofline
+  none.rounds = 0;
+  const bench::Measurement u = bench::measure(w, opt, 2, none, nullptr);
+  EXPECT_TRUE(u.bandwidth_rounds.empty());
+  EXPECT_EQ(u.roofline_s, 0.0);
+}
+
 }  // namespace
 }  // namespace fia::test
 

@@ -74,15 +74,17 @@ int bench_command(const BenchArgs& in) {
     print_error("--only", "no workload of " + args.shapes + " matches " + args.only);
     return kExitRejected;
   }
-  std::fprintf(stderr, "measuring the machine's read bandwidth and fp32 FMA peak ...\r");
-  const bench::Probe bandwidth = bench::measure_read_bandwidth(threads), peak = bench::measure_fma_peak(threads);
-  const bench::MachineLimits limits{bandwidth.median, peak.median};
+  std::fprintf(stderr, "paging in the read-bandwidth probe's buffer ...\r");
+  bench::BandwidthProbe bandwidth_probe(threads);
+  const bench::LimitProbes probes{[&] { return bandwidth_probe.round(); },
+                                  [&] { return bench::fma_peak_round(threads); }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
-  std::printf("fia bench: %d thread%s, kernels %s; read bandwidth %s, fp32 FMA peak %s (medians)\n", threads,
-              threads == 1 ? "" : "s", detail::kernel_isa(), probe_text(bandwidth, "GB/s").c_str(),
-              probe_text(peak, "GFLOP/s").c_str());
-  std::printf("%-6s %10s %11s %9s %10s %9s %7s  %s\n", "shape", "median ms", "roofline ms", "of it", "MB read", "GFLOP",
-              "bound", "what");
+  std::printf("fia bench: %d thread%s, kernels %s; each shape against the medians of %d probe rounds taken "
+              "between its calls\n",
+              threads, threads == 1 ? "" : "s", detail::kernel_isa(), probes.rounds);
+  std::printf("%-6s %10s %11s %9s %10s %9s %7s %6s %8s  %s\n", "shape", "median ms", "roofline ms", "of it", "MB read",
+              "GFLOP", "bound", "GB/s", "GFLOP/s", "what");
+  std::vector<double> all_bandwidth, all_peak;  // every round of the run, for its summary
 
   Options opt;
   opt.threads = threads;
@@ -94,7 +96,7 @@ int bench_command(const BenchArgs& in) {
     std::fprintf(stderr, "\r%-70s\r[%zu/%zu] %s: preparing", "", i + 1, workloads.size(), w.name.c_str());
     bench::add_cold_copies(w, cold_bytes);
     const int repeat = args.repeat > 0 ? args.repeat : (w.decode ? 30 : 5);
-    const bench::Measurement m = bench::measure(w, opt, repeat, limits, [&](int done, int total) {
+    const bench::Measurement m = bench::measure(w, opt, repeat, probes, [&](int done, int total) {
       std::fprintf(stderr, "\r[%zu/%zu] %s: call %d/%d   ", i + 1, workloads.size(), w.name.c_str(), done, total);
     });
     std::fprintf(stderr, "\r%-70s\r", "");
@@ -102,19 +104,22 @@ int bench_command(const BenchArgs& in) {
     if (m.bytes_per_call > 0.0) r["bytes_per_call"] = m.bytes_per_call;
     if (!m.error.empty()) {
       // Rejected as not supported yet: listed and skipped. Any other error fails the run (exit 1).
-      std::printf("%-6s %10s %11s %9s %10s %9s %7s  %s (%s: %s)\n", m.name.c_str(), "-", "-", "-",
-                  bytes_text(m.bytes_per_call).c_str(), "-", "-", m.what.c_str(), m.skipped ? "skipped" : "failed",
-                  m.error.c_str());
+      std::printf("%-6s %10s %11s %9s %10s %9s %7s %6s %8s  %s (%s: %s)\n", m.name.c_str(), "-", "-", "-",
+                  bytes_text(m.bytes_per_call).c_str(), "-", "-", "-", "-", m.what.c_str(),
+                  m.skipped ? "skipped" : "failed", m.error.c_str());
       r[m.skipped ? "skipped" : "error"] = m.error;
       if (!m.skipped) ++failures;
     } else {
       // Above 1 the probe or the cold rotation is wrong, not the kernel fast: say so.
-      std::printf("%-6s %10.3f %11.3f %8.0f%% %10s %9.2f %7s  %s%s\n", m.name.c_str(), m.median_s * 1e3,
+      std::printf("%-6s %10.3f %11.3f %8.0f%% %10s %9.2f %7s %6.1f %8.1f  %s%s\n", m.name.c_str(), m.median_s * 1e3,
                   m.roofline_s * 1e3, 100.0 * m.fraction, bytes_text(m.bytes_per_call).c_str(), m.flops_per_call / 1e9,
-                  m.memory_bound ? "memory" : "compute", m.what.c_str(),
-                  m.fraction > 1.0 ? " (above the roofline: check the probes and the cold rotation)" : "");
+                  m.memory_bound ? "memory" : "compute", m.read_bandwidth.median / 1e9, m.fma_peak.median / 1e9,
+                  m.what.c_str(), m.fraction > 1.0 ? " (above the roofline: check the probes and the cold rotation)" : "");
+      all_bandwidth.insert(all_bandwidth.end(), m.bandwidth_rounds.begin(), m.bandwidth_rounds.end());
+      all_peak.insert(all_peak.end(), m.peak_rounds.begin(), m.peak_rounds.end());
       r.update({{"kind", m.decode ? "decode" : "prefill"}, {"repeat", m.repeat}, {"median_s", m.median_s}, {"min_s", m.min_s},
                 {"flops_per_call", m.flops_per_call}, {"roofline_s", m.roofline_s},
+                {"read_bandwidth_GBps", probe_json(m.read_bandwidth)}, {"fma_peak_GFLOPs", probe_json(m.fma_peak)},
                 {"bound", m.memory_bound ? "memory" : "compute"}, {"fraction_of_roofline", m.fraction},
                 {"GBps", m.bytes_per_call / m.median_s / 1e9}, {"GFLOPs", m.flops_per_call / m.median_s / 1e9},
                 {"copies", w.copies.size()}});
@@ -122,6 +127,9 @@ int bench_command(const BenchArgs& in) {
     results.push_back(r);
     std::fflush(stdout);
   }
+  const bench::Probe bandwidth = bench::summarize(all_bandwidth), peak = bench::summarize(all_peak);
+  std::printf("probes over the run: read bandwidth %s, fp32 FMA peak %s (medians)\n",
+              probe_text(bandwidth, "GB/s").c_str(), probe_text(peak, "GFLOP/s").c_str());
   if (!args.json.empty()) {
     nlohmann::json doc = {{"threads", threads},
                           {"isa", detail::kernel_isa()},
