@@ -79,7 +79,7 @@ HWY_INLINE void pv_pass(DF df, const typename Src::T* v, std::int64_t stride, st
   for (std::int64_t t = 0; t < n; ++t, v += stride, w += kInplaceRows) {
     if constexpr (kPrefetch) {
       prefetch_row(ahead[t], bytes);
-      prefetch_l1(soon[t], bytes);
+      prefetch_row<3>(soon[t], bytes);
     }
     if (kChecked && ((skip >> t) & 1) != 0) continue;
     VF x, y;
