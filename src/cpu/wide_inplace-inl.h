@@ -4,14 +4,17 @@
 // from memory while the multiply-adds run, instead of a widening pass over every tile first
 // (prefill-inl.h), which stalls on memory with no arithmetic to overlap.
 //
-// The head dim is in the vector lanes ("inner-product" form): Q·Kᵀ keeps (kGroupRows rows x 2
-// tokens) accumulators, each Q vector loaded once for both tokens and each K vector widened once
-// for kGroupRows rows, then one transposing sum per (row, token); P·V keeps (kGroupRows rows x 2
-// vectors) accumulators, P broadcast once for both vectors. A row of 16 heads in one AVX-512 vector
-// (the tiled kernels' layout) needs a broadcast load per multiply-add instead, and waits on the
-// load ports. Rows are read a "pair block" (2 x Lanes elements) at a time; a bf16 block becomes its
-// even and its odd elements (one shift or mask per vector), the query rows and the accumulators
-// being stored in that order (pair_element).
+// Q·Kᵀ has the 16 rows in the vector lanes ("outer-product" form): a block of kScoreTokens tokens
+// keeps one accumulator per (token, row vector); a pair block (2 x Lanes dims) of the block's K
+// rows at a time is widened into an L1 buffer, and each multiply-add takes its K element from
+// there as a broadcast operand. No sum across lanes is needed, and a token's 16 scores come out
+// as one vector, the layout phase B reads. P·V has the head dim in the lanes ("inner-product"
+// form): (kGroupRows rows x 2 vectors) accumulators, P broadcast once for both vectors. Rows are
+// read a "pair block" at a time; a bf16 block becomes its even and its odd elements (one shift or
+// mask per vector), P·V's accumulators being stored in that order (pair_element). Measured on a
+// 2-core AMD EPYC (Zen 4) VM, AVX3: the outer-product Q·Kᵀ made D6 about 0.87x and D7 about
+// 0.94x the time of an inner-product one (transposing sums of Q·K vectors); an outer-product P·V
+// was no faster than this one (docs/performance.md).
 //
 // Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets
 // foreach_target re-include it once per target).
@@ -35,18 +38,18 @@ namespace hn = hwy::HWY_NAMESPACE;
                            (HWY_ARCH_ARM_A64 && (HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_NEON_BF16 || HWY_TARGET == HWY_NEON_WITHOUT_AES)))
 #define FIA_INPLACE_WIDE 1
 
-/// Packed rows per register block: Q·Kᵀ keeps 2 x kGroupRows accumulators (two tokens) and P·V
-/// 2 x kGroupRows (two vectors), with the K or V vectors and a Q vector or P broadcast beside them.
+/// Packed rows per register block of P·V: 2 x kGroupRows accumulators (two vectors), with the V
+/// vectors and a P broadcast beside them.
 inline constexpr int kGroupRows = 8;
 
 /// Tokens of K rows prefetched ahead of Q·Kᵀ, and V rows per block of P·V (every pass over a block
-/// before the next). Prefetches go into the product loops, a cache line per pair block, so that
-/// they never come in bursts: a whole row at once (18 lines for decode MLA) waited for line fill
+/// before the next). Prefetches go with the products, a cache line per pair block and token, so
+/// that they never come in bursts: a whole row at once (18 lines for decode MLA) waited for line fill
 /// buffers and made D6 1.2x slower (Emerald Rapids, 2 threads, cold KV).
 inline constexpr std::int64_t kInplaceAheadTokens = 16;
 inline constexpr std::int64_t kInplacePvTokens = 16;
 
-/// Stored rows as pairs of f32 vectors: load2(df, row, d, v0, v1) reads the pair block of 2 x
+/// Stored V rows as pairs of f32 vectors: load2(df, row, d, v0, v1) reads the pair block of 2 x
 /// Lanes elements at d (a multiple of 2 x Lanes). kInterleaved: v0 holds the even elements, v1 the
 /// odd ones; otherwise v0 the first Lanes elements and v1 the others.
 template <class Src>
@@ -88,7 +91,7 @@ HWY_INLINE std::int64_t pair_element(std::int64_t k, std::int64_t lanes) {
   return k;
 }
 
-/// Keeps v in a register. Otherwise GCC folds the load of a query vector into both multiply-adds
+/// Keeps v in a register. Otherwise GCC folds the load of a broadcast P into both multiply-adds
 /// that use it, and two loads per two multiply-adds keep the products waiting on the load ports.
 HWY_INLINE void keep_in_register(VF& v) {
 #if HWY_ARCH_X86
@@ -96,45 +99,6 @@ HWY_INLINE void keep_in_register(VF& v) {
 #else
   asm("" : "+w"(v.raw));
 #endif
-}
-
-/// The lane sums of Lanes vectors in one vector, lane j the sum of v[j]: on AVX-512 sum16, on
-/// NEON (4 lanes) pairwise adds.
-HWY_INLINE VF lane_sums(DF df, VF* v) {
-#if defined(FIA_SUM16)
-  (void)df;
-  return sum16(v);
-#else
-  return sums_of_4(df, v[0], v[1], v[2], v[3]);
-#endif
-}
-
-/// Q·Kᵀ of kGroupRows arranged query rows (row h of pair block i at q + (i * kInplaceRows + h) *
-/// 2L) with tokens k0 and k1 over nb pair blocks, added to a[h] (k0) and a[kGroupRows + h] (k1).
-/// With `ahead` (else null) the pair blocks of that row are prefetched as the products go.
-template <class Src>
-HWY_INLINE void group_dots(DF df, const float* q, const typename Src::T* k0, const typename Src::T* k1, std::int64_t nb,
-                           VF* a, const typename Src::T* ahead) {
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), B2 = 2 * L;
-  for (std::int64_t i = 0; i < nb; ++i) {
-    if (ahead) prefetch_row(ahead + i * B2, B2 * static_cast<std::int64_t>(sizeof(typename Src::T)));
-    VF x0, y0, x1, y1;
-    PairLoads<Src>::load2(df, k0, i * B2, x0, y0);
-    PairLoads<Src>::load2(df, k1, i * B2, x1, y1);
-    const float* qi = q + i * kInplaceRows * B2;
-    for (int h = 0; h < kGroupRows; ++h) {
-      VF qv = hn::Load(df, qi + h * B2);
-      keep_in_register(qv);
-      a[h] = hn::MulAdd(qv, x0, a[h]);
-      a[kGroupRows + h] = hn::MulAdd(qv, x1, a[kGroupRows + h]);
-    }
-    for (int h = 0; h < kGroupRows; ++h) {
-      VF qv = hn::Load(df, qi + h * B2 + L);
-      keep_in_register(qv);
-      a[h] = hn::MulAdd(qv, y0, a[h]);
-      a[kGroupRows + h] = hn::MulAdd(qv, y1, a[kGroupRows + h]);
-    }
-  }
 }
 
 /// The rows of the item's tokens some way ahead of the products, for prefetching: from the run
@@ -180,56 +144,89 @@ HWY_INLINE RowsAhead rows_ahead(const Problem& p, const WorkItem& it, const KvRu
   return a;
 }
 
-/// Scaled, saturated scores of the 16 rows against the tokens of one run: token t's at
-/// st + t * kInplaceRows. q: the arranged query rows (arrange_query).
-template <class Src>
-void inplace_run_scores(DF df, const Problem& p, const float* q, const KvRun& run, float* st, const RowsAhead& ahead) {
-  using T = typename Src::T;
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), B2 = 2 * L;
-  const std::int64_t nbk = p.qk_dim / B2, nbr = p.rope_dim / B2;
-  const T* k = static_cast<const T*>(run.key);
-  const T* kr = static_cast<const T*>(run.key_rope);
-  const VF vs = hn::Set(df, p.scale);
-  for (std::int64_t t = 0; t < run.count; t += 2) {
-    const std::int64_t t1 = std::min(t + 1, run.count - 1);  // a lone last token is computed twice
-    for (std::int64_t g = 0; g < kInplaceRows; g += kGroupRows) {
-      // Each row group prefetches the rows of one token kInplaceAheadTokens ahead.
-      const std::int64_t pt = t + kInplaceAheadTokens + (g / kGroupRows) % 2;
-      VF a[2 * kGroupRows];
-      for (VF& v : a) v = hn::Zero(df);
-      group_dots<Src>(df, q + g * B2, k + t * run.key_stride, k + t1 * run.key_stride, nbk, a,
-                      reinterpret_cast<const T*>(ahead.row(pt, 0)));
-      if (nbr > 0)
-        group_dots<Src>(df, q + (nbk * kInplaceRows + g) * B2, kr + t * run.rope_stride, kr + t1 * run.rope_stride,
-                        nbr, a, reinterpret_cast<const T*>(ahead.row(pt, 1)));
-      HWY_ALIGN float sums[2 * kGroupRows];
-      for (std::int64_t v = 0; v < 2 * kGroupRows; v += L)
-        hn::Store(saturate_scores(df, hn::Mul(lane_sums(df, a + v), vs)), df, sums + v);
-      std::memcpy(st + t * kInplaceRows + g, sums, sizeof(float) * kGroupRows);
-      if (t + 1 < run.count) std::memcpy(st + (t + 1) * kInplaceRows + g, sums + kGroupRows, sizeof(float) * kGroupRows);
+/// Tokens per block of Q·Kᵀ: each block keeps one accumulator per (token, row vector), Lanes x
+/// (16 / Lanes) = 16 of them, beside the 16 / Lanes vectors of one query dim.
+inline constexpr int kScoreTokens = static_cast<int>(HWY_LANES(float));
+
+/// Q·Kᵀ of the 16 rows against the kScoreTokens tokens of a block over one pair block (2 x Lanes
+/// dims), added to a[t * NV + v] (token t, row vector v): qt holds the dims' query values, dim d's
+/// 16 rows at qt + d * kInplaceRows; kb the tokens' widened dims, token t's at kb + t * 2L. Each
+/// multiply-add takes its K element as a broadcast operand, so no sum across lanes is needed.
+HWY_INLINE void outer_dots(DF df, const float* qt, const float* kb, VF* a) {
+  constexpr int L = static_cast<int>(HWY_LANES(float)), NV = kInplaceRows / L;
+  for (int d = 0; d < 2 * L; ++d) {
+    VF q[NV];
+    for (int v = 0; v < NV; ++v) q[v] = hn::Load(df, qt + d * kInplaceRows + v * L);
+#pragma GCC unroll 16
+    for (int t = 0; t < kScoreTokens; ++t) {
+      const VF k = hn::Set(df, kb[t * 2 * L + d]);
+      for (int v = 0; v < NV; ++v) a[t * NV + v] = hn::MulAdd(q[v], k, a[t * NV + v]);
     }
   }
 }
 
-/// The query rows of an in-place item arranged for inplace_run_scores: pair block i of the key
-/// part, then of the rope part, of row r at dst + (i * kInplaceRows + r) * 2L in load2's order;
-/// `rows` holds the rows widened to f32 (row r at rows + r * kw).
+/// One part (K or rope) of the rows of a block of tokens: row t at rows[t], `n` dims, the same
+/// part of the rows kInplaceAheadTokens further on at ahead[t] (null: none) for prefetching.
+template <class T>
+struct BlockRows {
+  const T* rows[kScoreTokens];
+  const char* ahead[kScoreTokens];
+  std::int64_t n = 0;
+};
+
+/// a += Q·Kᵀ over one part of a block's rows, pair block by pair block: the block's K elements of
+/// a pair block are widened into kb (kScoreTokens x 2L floats, in L1), and the same pair block of
+/// the rows ahead is prefetched, a line per token, so that prefetches spread over the products.
 template <class Src>
-HWY_INLINE void arrange_query(DF df, const Problem& p, const float* rows, float* dst) {
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), B2 = 2 * L, kw = p.qk_dim + p.rope_dim;
-  for (std::int64_t i = 0; i < kw / B2; ++i)
-    for (std::int64_t r = 0; r < kInplaceRows; ++r) {
-      const float* src = rows + r * kw + i * B2;
-      float* out = dst + (i * kInplaceRows + r) * B2;
-      const VF lo = hn::LoadU(df, src), hi = hn::LoadU(df, src + L);
-      if constexpr (PairLoads<Src>::kInterleaved) {  // the even elements, then the odd ones
-        hn::Store(hn::ConcatEven(df, hi, lo), df, out);
-        hn::Store(hn::ConcatOdd(df, hi, lo), df, out + L);
-      } else {
-        hn::Store(lo, df, out);
-        hn::Store(hi, df, out + L);
+HWY_INLINE void block_dots(DF df, const float* qt, const BlockRows<typename Src::T>& r, float* kb, VF* a) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), B2 = 2 * L;
+  const std::int64_t bytes = B2 * static_cast<std::int64_t>(sizeof(typename Src::T));
+  for (std::int64_t d = 0; d < r.n; d += B2) {
+    for (int t = 0; t < kScoreTokens; ++t) {
+      if (r.ahead[t]) prefetch_row(r.ahead[t] + d * static_cast<std::int64_t>(sizeof(typename Src::T)), bytes);
+      hn::Store(Src::load(df, r.rows[t], d), df, kb + t * B2);
+      hn::Store(Src::load(df, r.rows[t], d + L), df, kb + t * B2 + L);
+    }
+    outer_dots(df, qt + d * kInplaceRows, kb, a);
+  }
+}
+
+/// Scaled, saturated scores of the 16 rows against the tokens of one run: token t's at
+/// st + t * kInplaceRows ("outer-product" form: rows in the lanes, tokens in blocks of
+/// kScoreTokens). qt: the transposed query rows (dim d's 16 values at qt + d * kInplaceRows, the
+/// rope dims after the key dims); kb: scratch of kScoreTokens x 2L floats. A token's score is one
+/// multiply-add chain over its dims in order, whichever block it falls in (a short block repeats
+/// its last token), so paged, contiguous and NZ caches give the same bits.
+template <class Src>
+void inplace_run_scores(DF df, const Problem& p, const float* qt, const KvRun& run, float* st, const RowsAhead& ahead,
+                        float* kb) {
+  using T = typename Src::T;
+  constexpr int L = static_cast<int>(HWY_LANES(float)), NV = kInplaceRows / L;
+  const T* k = static_cast<const T*>(run.key);
+  const T* kr = static_cast<const T*>(run.key_rope);
+  const VF vs = hn::Set(df, p.scale);
+  BlockRows<T> key, rope;
+  key.n = p.qk_dim;
+  rope.n = p.rope_dim;
+  for (std::int64_t t0 = 0; t0 < run.count; t0 += kScoreTokens) {
+    for (int t = 0; t < kScoreTokens; ++t) {
+      const std::int64_t tok = std::min(t0 + t, run.count - 1);
+      key.rows[t] = k + tok * run.key_stride;
+      key.ahead[t] = ahead.row(t0 + kInplaceAheadTokens + t, 0);
+      if (rope.n > 0) {
+        rope.rows[t] = kr + tok * run.rope_stride;
+        rope.ahead[t] = ahead.row(t0 + kInplaceAheadTokens + t, 1);
       }
     }
+    VF a[kScoreTokens * NV];
+    for (VF& v : a) v = hn::Zero(df);
+    block_dots<Src>(df, qt, key, kb, a);
+    if (rope.n > 0) block_dots<Src>(df, qt + p.qk_dim * kInplaceRows, rope, kb, a);
+    const std::int64_t n = std::min<std::int64_t>(kScoreTokens, run.count - t0);
+    for (std::int64_t t = 0; t < n; ++t)
+      for (int v = 0; v < NV; ++v)
+        hn::Store(saturate_scores(df, hn::Mul(a[t * NV + v], vs)), df, st + (t0 + t) * kInplaceRows + v * L);
+  }
 }
 
 /// True when the in-place kernels compute `p` on this target: float K/V whose key, rope and value

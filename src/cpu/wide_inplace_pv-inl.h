@@ -163,14 +163,15 @@ template <class QSrc, class Src>
 void inplace_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                     float* m) {
   const DF df;
+  const std::int64_t kw = p.qk_dim + p.rope_dim;
   widen_query_rows<QSrc>(p, it, s.k);  // kInplaceRows rows of kw floats: within the K tile buffer
-  arrange_query<Src>(df, p, s.k, s.q);
+  transpose_into(df, s.k, kw, kInplaceRows, kw, s.q, kInplaceRows);  // then s.k holds widened K
   std::fill(m, m + kInplaceRows, kNegInf);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
-      inplace_run_scores<Src>(df, p, s.q, run, st + c * sv.col_stride, rows_ahead(p, it, run, c0 + c, true));
+      inplace_run_scores<Src>(df, p, s.q, run, st + c * sv.col_stride, rows_ahead(p, it, run, c0 + c, true), s.k);
     });
     finish_score_tile(df, p, it, sv, c0, nc, m);
   }

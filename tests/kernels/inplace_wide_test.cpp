@@ -1,9 +1,10 @@
 // The in-place wide kernels (cpu/wide_inplace-inl.h): wide items of exactly 16 packed rows over
 // fp16/bf16/f32 K and V rows read where they are stored (decode MLA, multi-token GQA decode), on
 // every instruction set this build compiles and this CPU supports: against the float64 reference
-// (FIA-SPEC 21.1 criterion A) over head dims and KV lengths around every pair-block, token-pair,
-// P·V-block, tile, chunk and split boundary; paged and contiguous caches and any thread count give
-// the same bits; a key some rows exclude never reaches them through its V row (25.1 #24).
+// (FIA-SPEC 21.1 criterion A) over head dims and KV lengths around every pair-block, Q·Kᵀ block
+// (16 tokens on AVX-512, 4 on NEON), P·V-block, tile, chunk and split boundary; paged and
+// contiguous caches and any thread count give the same bits; a key some rows exclude never
+// reaches them through its V row (25.1 #24).
 #include <gtest/gtest.h>
 
 #include <cmath>
