@@ -52,7 +52,7 @@ ItemKernels kernels_for(const Problem& p) {
   if constexpr (std::is_same_v<QSrc, KvSrc>)
     if (inplace_supported(p)) {
       k.inplace_scores = &inplace_scores<QSrc, KvSrc>;
-      k.inplace_accumulate = &inplace_accumulate<KvSrc>;
+      k.inplace_accumulate = inplace_pv(p) ? &inplace_accumulate<KvSrc> : &wide_accumulate<KvSrc>;
     }
 #else
   (void)p;

@@ -29,18 +29,16 @@ HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// On targets with 32 vector registers of a fixed width: AVX-512 and NEON (vector arrays: not SVE,
-// whose vectors are sizeless). With 16 registers (AVX2: blocks of 4 rows, each K vector widened
-// for 4 rows) D6 and D7 ran 0.95-1.03x the time of the tiled kernels (Emerald Rapids capped at
-// AVX2, 2 threads, cold KV), so AVX2 and SSE4 keep those.
+// On AVX-512, AVX2 and NEON (vector arrays of a fixed width: not SVE, whose vectors are sizeless).
+// AVX2 has 16 registers: smaller blocks (kScoreTokens, kGroupRows). SSE4 keeps the tiled kernels.
 #undef FIA_INPLACE_WIDE
-#if !HWY_HAVE_SCALABLE && ((HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3) || \
+#if !HWY_HAVE_SCALABLE && ((HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2) || \
                            (HWY_ARCH_ARM_A64 && (HWY_TARGET == HWY_NEON || HWY_TARGET == HWY_NEON_BF16 || HWY_TARGET == HWY_NEON_WITHOUT_AES)))
 #define FIA_INPLACE_WIDE 1
 
 /// Packed rows per register block of P·V: 2 x kGroupRows accumulators (two vectors), with the V
-/// vectors and a P broadcast beside them.
-inline constexpr int kGroupRows = 8;
+/// vectors and a P broadcast beside them (8 rows with 32 registers, 4 with AVX2's 16).
+inline constexpr int kGroupRows = kVectorRegisters >= 32 ? 8 : 4;
 
 /// Tokens of K rows prefetched ahead of Q·Kᵀ, and V rows per block of P·V (every pass over a block
 /// before the next). Prefetches go with the products, a cache line per pair block and token, so
@@ -144,9 +142,10 @@ HWY_INLINE RowsAhead rows_ahead(const Problem& p, const WorkItem& it, const KvRu
   return a;
 }
 
-/// Tokens per block of Q·Kᵀ: each block keeps one accumulator per (token, row vector), Lanes x
-/// (16 / Lanes) = 16 of them, beside the 16 / Lanes vectors of one query dim.
-inline constexpr int kScoreTokens = static_cast<int>(HWY_LANES(float));
+/// Tokens per block of Q·Kᵀ: each block keeps one accumulator per (token, row vector) beside the
+/// 16 / Lanes row vectors of one query dim: 16 x 1 on AVX-512 and 4 x 4 on NEON (16 accumulators
+/// of 32 registers), 6 x 2 on AVX2 (12 of 16).
+inline constexpr int kScoreTokens = kVectorRegisters >= 32 ? static_cast<int>(HWY_LANES(float)) : 6;
 
 /// Q·Kᵀ of the 16 rows against the kScoreTokens tokens of a block over one pair block (2 x Lanes
 /// dims), added to a[t * NV + v] (token t, row vector v): qt holds the dims' query values, dim d's

@@ -157,6 +157,13 @@ void inplace_run_pv(DF df, const Problem& p, const KvRun& run, const float* pt, 
   }
 }
 
+/// True when phase B of in-place items reads the V rows in place too (inplace_accumulate), false
+/// when it takes the tiled kernel (wide_accumulate, over the same column-major scores). With 16
+/// registers (AVX2: blocks of 4 rows, each V pair block widened once per block of rows) the
+/// in-place P·V paid for head dim 128 and not for decode MLA's 512: D7 0.86x, D6 1.12x the time of
+/// the tiled P·V (Zen 4 VM capped at AVX2, 2 threads, cold KV, alternating runs).
+HWY_INLINE bool inplace_pv(const Problem& p) { return kVectorRegisters >= 32 || p.v_dim <= 128; }
+
 /// Phase A of an in-place wide item: the tiled kernels' scores (column-major, kInplaceRows rows)
 /// with both products of each tile reading the K rows where they are stored.
 template <class QSrc, class Src>

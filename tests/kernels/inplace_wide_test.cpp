@@ -2,7 +2,7 @@
 // fp16/bf16/f32 K and V rows read where they are stored (decode MLA, multi-token GQA decode), on
 // every instruction set this build compiles and this CPU supports: against the float64 reference
 // (FIA-SPEC 21.1 criterion A) over head dims and KV lengths around every pair-block, Q·Kᵀ block
-// (16 tokens on AVX-512, 4 on NEON), P·V-block, tile, chunk and split boundary; paged and
+// (16 tokens on AVX-512, 6 on AVX2, 4 on NEON), P·V-block, tile, chunk and split boundary; paged and
 // contiguous caches and any thread count give the same bits; a key some rows exclude never
 // reaches them through its V row (25.1 #24).
 #include <gtest/gtest.h>
@@ -81,6 +81,7 @@ bool in_place_kernels(const FiaArgs& args) {
 /// for head dim d: a whole number of pair blocks (2 vectors of f32).
 bool has_in_place_kernels(const std::string& isa, std::int64_t d) {
   if (isa.rfind("AVX3", 0) == 0) return d % 32 == 0;
+  if (isa == "AVX2") return d % 16 == 0;
   return isa.rfind("NEON", 0) == 0 && d % 8 == 0;
 }
 
