@@ -164,17 +164,6 @@ HWY_INLINE void outer_dots(DF df, const float* qt, const float* kb, VF* a) {
   }
 }
 
-/// The query rows transposed for outer_dots: dim d's 16 rows at qt + d * kInplaceRows, from row r
-/// at rows + r * kw; a vector of rows gathered at a time.
-HWY_INLINE void transpose_query(DF df, const float* rows, std::int64_t kw, float* qt) {
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-  const hn::RebindToSigned<DF> di;
-  const auto index = hn::Mul(hn::Iota(di, 0), hn::Set(di, static_cast<std::int32_t>(kw)));
-  for (std::int64_t r = 0; r < kInplaceRows; r += L)
-    for (std::int64_t d = 0; d < kw; ++d)
-      hn::Store(hn::GatherIndex(df, rows + r * kw + d, index), df, qt + d * kInplaceRows + r);
-}
-
 /// One part (K or rope) of the rows of a block of tokens: row t at rows[t], `n` dims, the same
 /// part of the rows kInplaceAheadTokens further on at ahead[t] (null: none) for prefetching.
 template <class T>
@@ -194,8 +183,7 @@ HWY_INLINE void block_dots(DF df, const float* qt, const BlockRows<typename Src:
   for (std::int64_t d = 0; d < r.n; d += B2) {
     for (int t = 0; t < kScoreTokens; ++t) {
       if (r.ahead[t]) prefetch_row(r.ahead[t] + d * static_cast<std::int64_t>(sizeof(typename Src::T)), bytes);
-      hn::Store(Src::load(df, r.rows[t], d), df, kb + t * B2);
-      hn::Store(Src::load(df, r.rows[t], d + L), df, kb + t * B2 + L);
+      widen_row<Src>(r.rows[t] + d, B2, kb + t * B2);
     }
     outer_dots(df, qt + d * kInplaceRows, kb, a);
   }
