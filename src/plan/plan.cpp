@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 namespace fia::detail {
 
@@ -54,7 +55,8 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   const std::int64_t G = p.group, vd = p.v_dim, kw = p.qk_dim + p.rope_dim;
   const std::int64_t heads = std::min(G, kMaxHeads);
   std::int64_t max_rows = kRowPad, thread_scores = 0;
-  std::vector<SplitGroup> groups;
+  // Every item of the call, and whether it is decode-like (few query rows over a long KV range).
+  std::vector<std::pair<WorkItem, bool>> candidates;
   for (std::int64_t b = 0; b < p.batch; ++b) {
     const std::int64_t L = p.kv_len(b);
     if (p.act_q[b] == 0 || L == 0) continue;
@@ -84,34 +86,41 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
           if (lo > hi) continue;  // every row fully masked: stays 0 / +inf
           it.col_begin = lo;
           it.col_end = hi + 1;
-          const std::int64_t Rp = padded_rows(it), cols = it.col_end - it.col_begin;
-          max_rows = std::max(max_rows, Rp);
-          const bool too_big = Rp * cols > lim.score_budget;
-          if (!too_big && !(decode_like && cols > 2 * lim.chunk_cols)) {
-            thread_scores = std::max(thread_scores, Rp * cols);
-            plan.items.push_back(it);
-            continue;
-          }
-          SplitGroup g;
-          g.item = it;
-          g.item.split = static_cast<std::int64_t>(groups.size());
-          // Chunks: lim.chunk_cols tokens, longer when the partials would not fit half a wave.
-          const std::int64_t per_chunk = Rp * (2 + vd);
-          const std::int64_t max_chunks = std::max<std::int64_t>(1, lim.wave_budget / 2 / per_chunk);
-          g.chunk_cols = std::max(lim.chunk_cols, (cols + max_chunks - 1) / max_chunks);
-          g.chunk_origin = it.col_begin;
-          if (p.p_rule.kind == PRule::Kind::kRunningMax) {  // chunks on the grid of the running max (25.3)
-            const std::int64_t t = p.p_rule.tile_cols;
-            g.chunk_cols = (g.chunk_cols + t - 1) / t * t;
-            g.chunk_origin = it.col_begin / g.chunk_cols * g.chunk_cols;
-          }
-          g.chunks = (it.col_end - g.chunk_origin + g.chunk_cols - 1) / g.chunk_cols;
-          g.stored = Rp * cols + g.chunks * per_chunk <= lim.wave_budget;
-          if (!g.stored) thread_scores = std::max(thread_scores, Rp * g.chunk_cols);
-          groups.push_back(g);
+          candidates.emplace_back(it, decode_like);
         }
       }
     }
+  }
+  // Long decode-like rows split for parallelism only when the call has few items (a count of the
+  // problem's, not of the workers: the bits never depend on the thread count).
+  const bool split_decode = static_cast<std::int64_t>(candidates.size()) < lim.split_items_below;
+  std::vector<SplitGroup> groups;
+  for (const auto& [it, decode_like] : candidates) {
+    const std::int64_t Rp = padded_rows(it), cols = it.col_end - it.col_begin;
+    max_rows = std::max(max_rows, Rp);
+    const bool too_big = Rp * cols > lim.score_budget;
+    if (!too_big && !(split_decode && decode_like && cols > 2 * lim.chunk_cols)) {
+      thread_scores = std::max(thread_scores, Rp * cols);
+      plan.items.push_back(it);
+      continue;
+    }
+    SplitGroup g;
+    g.item = it;
+    g.item.split = static_cast<std::int64_t>(groups.size());
+    // Chunks: lim.chunk_cols tokens, longer when the partials would not fit half a wave.
+    const std::int64_t per_chunk = Rp * (2 + vd);
+    const std::int64_t max_chunks = std::max<std::int64_t>(1, lim.wave_budget / 2 / per_chunk);
+    g.chunk_cols = std::max(lim.chunk_cols, (cols + max_chunks - 1) / max_chunks);
+    g.chunk_origin = it.col_begin;
+    if (p.p_rule.kind == PRule::Kind::kRunningMax) {  // chunks on the grid of the running max (25.3)
+      const std::int64_t t = p.p_rule.tile_cols;
+      g.chunk_cols = (g.chunk_cols + t - 1) / t * t;
+      g.chunk_origin = it.col_begin / g.chunk_cols * g.chunk_cols;
+    }
+    g.chunks = (it.col_end - g.chunk_origin + g.chunk_cols - 1) / g.chunk_cols;
+    g.stored = Rp * cols + g.chunks * per_chunk <= lim.wave_budget;
+    if (!g.stored) thread_scores = std::max(thread_scores, Rp * g.chunk_cols);
+    groups.push_back(g);
   }
   // Pack the groups into waves that fit the wave budget, in order; cut their chunks.
   std::size_t used = 0;

@@ -62,6 +62,37 @@ INSTANTIATE_TEST_SUITE_P(Limits, ForcedSchedule,
                                            Forced{"tiny_waves", {300, 4000, 60000}}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Decode rows longer than two chunks split for parallelism only in a call of few items
+// (PlanLimits::split_items_below); a call of many items keeps each item whole. Both schedules are
+// within tolerance of the reference.
+TEST(ForcedSchedule, LongDecodeRowsSplitOnlyInACallOfFewItems) {
+  CallSpec spec = long_rows(1, 4);
+  spec.layout = "BNSD";  // KV heads not interleaved: an item per (batch, KV head)
+  spec.batch = 8;
+  spec.num_kv_heads = 8;
+  spec.num_heads = 32;
+  spec.act_kv = std::vector<std::int64_t>{1300, 1100, 1300, 1200, 1300, 1050, 1299, 1030};
+  const TestCall call = build_call(spec, 77);
+  detail::ReferenceResult exact;
+  ASSERT_TRUE(reference_exact(call.args, &exact).ok());
+  for (const std::int64_t below : {std::int64_t{32}, std::int64_t{65}}) {
+    detail::PlanLimits limits;
+    limits.split_items_below = below;
+    detail::CpuPlan plan;
+    const Outputs o = run_with_limits(call.args, limits, 2, &plan);
+    EXPECT_EQ(plan.splits.empty(), below <= 64) << below;  // 8 batches x 8 KV heads: 64 items
+    EXPECT_EQ(plan.items.size(), below <= 64 ? 64u : 0u) << below;
+    const Verdict v = criterion_a(o.attention_out, exact.out);
+    EXPECT_TRUE(v.pass) << below << ": " << v.detail;
+    EXPECT_TRUE(lse_match(o.softmax_lse, exact.lse).pass) << below;
+  }
+  spec.batch = 2;  // 16 items: split
+  spec.act_kv = std::vector<std::int64_t>{1300, 1100};
+  detail::CpuPlan plan;
+  run_with_limits(build_call(spec, 78).args, {}, 2, &plan);
+  EXPECT_FALSE(plan.splits.empty());
+}
+
 TEST(ForcedSchedule, PlansTakeTheForcedPaths) {
   TestCall call = build_call(long_rows(40, 4), 1);
   detail::CpuPlan plan;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "cpu/attention_item.hpp"
 #include "support/criterion.hpp"
 #include "support/run_helpers.hpp"
@@ -31,7 +33,8 @@ void expect_thread_invariant(const FiaArgs& args, const std::string& context) {
   // Small calls run on one thread by default: force the workers on.
   detail::PlanLimits parallel;
   parallel.serial_work = 0;
-  parallel.chunk_cols = 16;  // split even short rows, so that the chunk merge runs too
+  parallel.chunk_cols = 16;  // split even short rows, of calls of any size, so that the chunk merge runs too
+  parallel.split_items_below = std::numeric_limits<std::int64_t>::max();
   const Outputs one = run_with_limits(args, parallel, 1);
   const Outputs two = run_with_limits(args, parallel, 2);
   const Outputs many = run_with_limits(args, parallel, 5);
