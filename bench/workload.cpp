@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <numeric>
@@ -27,7 +28,7 @@ using json = nlohmann::json;
 /// Random contents from a splitmix64 stream seeded by `rng`: float tensors uniform in [lo, hi)
 /// (lo == hi: that constant); I8 integers in [-127, 127]; I32 any 32-bit word (as packed int4 K/V:
 /// eight nibbles, each any value in [-8, 7]). Other dtypes stay zero.
-void fill_random(OwnedTensor& t, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
+void fill_random(const MutableTensorView& t, std::mt19937_64& rng, float lo = -1.0f, float hi = 1.0f) {
   std::uint64_t x = rng();
   auto next = [&x] {
     std::uint64_t z = (x += 0x9E3779B97F4A7C15ull);
@@ -39,20 +40,20 @@ void fill_random(OwnedTensor& t, std::mt19937_64& rng, float lo = -1.0f, float h
   const std::int64_t n = t.numel();
   switch (t.dtype) {
     case DType::F16:
-      for (std::int64_t i = 0; i < n; ++i) t.as<std::uint16_t>()[i] = detail::f32_to_f16(uniform());
+      for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(t.data)[i] = detail::f32_to_f16(uniform());
       break;
     case DType::BF16:
-      for (std::int64_t i = 0; i < n; ++i) t.as<std::uint16_t>()[i] = detail::f32_to_bf16(uniform());
+      for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint16_t*>(t.data)[i] = detail::f32_to_bf16(uniform());
       break;
     case DType::F32:
-      for (std::int64_t i = 0; i < n; ++i) t.as<float>()[i] = uniform();
+      for (std::int64_t i = 0; i < n; ++i) static_cast<float*>(t.data)[i] = uniform();
       break;
     case DType::I8:
       for (std::int64_t i = 0; i < n; ++i)
-        t.as<std::int8_t>()[i] = static_cast<std::int8_t>(static_cast<int>(next() % 255) - 127);
+        static_cast<std::int8_t*>(t.data)[i] = static_cast<std::int8_t>(static_cast<int>(next() % 255) - 127);
       break;
     case DType::I32:
-      for (std::int64_t i = 0; i < n; ++i) t.as<std::uint32_t>()[i] = static_cast<std::uint32_t>(next() >> 32);
+      for (std::int64_t i = 0; i < n; ++i) static_cast<std::uint32_t*>(t.data)[i] = static_cast<std::uint32_t>(next() >> 32);
       break;
     default: break;
   }
@@ -83,11 +84,23 @@ std::pair<float, float> value_range(const std::string& name, DType key_dtype) {
   return {-1.0f, 1.0f};
 }
 
+/// A new zeroed tensor of `c`, its data 64-byte aligned as torch's CPU allocator aligns it (glibc
+/// puts a large block 16 bytes past a page: every 64-byte piece of a K row would then span two
+/// cache lines, which callers' tensors do not).
+MutableTensorView add_tensor(CallData& c, DType dtype, std::vector<std::int64_t> shape) {
+  OwnedTensor t(dtype, shape);
+  t.bytes.resize(t.bytes.size() + 63);
+  c.tensors.push_back(std::move(t));
+  const auto at = reinterpret_cast<std::uintptr_t>(c.tensors.back().bytes.data());
+  return {reinterpret_cast<void*>((at + 63) & ~std::uintptr_t{63}), dtype, std::move(shape)};
+}
+
 /// Points an FiaArgs slot at `t` (key/value become one-tensor lists).
-void bind_tensor(FiaArgs& a, const std::string& name, const OwnedTensor& t) {
-  if (name == "key") a.key.assign(1, t.view());
-  else if (name == "value") a.value.assign(1, t.view());
-  else if (TensorView* slot = detail::tensor_slot(a, name)) *slot = t.view();
+void bind_tensor(FiaArgs& a, const std::string& name, const MutableTensorView& m) {
+  const TensorView t(m.data, m.dtype, m.shape);
+  if (name == "key") a.key.assign(1, t);
+  else if (name == "value") a.value.assign(1, t);
+  else if (TensorView* slot = detail::tensor_slot(a, name)) *slot = t;
 }
 
 /// Builds one copy of a shapes.json entry's tensors.
@@ -101,22 +114,21 @@ std::unique_ptr<CallData> build_copy(const json& entry, std::uint64_t seed) {
   for (const auto& [name, spec] : entry.at("tensors").items()) {
     DType dtype;
     if (!parse_dtype(spec.at(0).get<std::string>(), &dtype)) throw std::runtime_error("unknown dtype for " + name);
-    OwnedTensor t(dtype, spec.at(1).get<std::vector<std::int64_t>>());
+    const MutableTensorView t = add_tensor(*c, dtype, spec.at(1).get<std::vector<std::int64_t>>());
     if (name == "block_table") {
       // Every block of the pool once, in shuffled order (paged KV of a running server).
       std::vector<std::int32_t> ids(static_cast<std::size_t>(t.numel()));
       std::iota(ids.begin(), ids.end(), 0);
       std::shuffle(ids.begin(), ids.end(), rng);
-      std::copy(ids.begin(), ids.end(), t.as<std::int32_t>());
+      std::copy(ids.begin(), ids.end(), static_cast<std::int32_t*>(t.data));
     } else if (name == "atten_mask") {
       const std::int64_t cols = t.shape.back(), rows = t.numel() / cols;
-      for (std::int64_t i = 0; i < t.numel(); ++i) t.as<std::uint8_t>()[i] = (i % cols) > (i / cols) % rows ? 1 : 0;
+      for (std::int64_t i = 0; i < t.numel(); ++i) static_cast<std::uint8_t*>(t.data)[i] = (i % cols) > (i / cols) % rows ? 1 : 0;
     } else {
       const auto [lo, hi] = value_range(name, key_dtype);
       fill_random(t, rng, lo, hi);
     }
-    c->tensors.push_back(std::move(t));
-    bind_tensor(c->args, name, c->tensors.back());
+    bind_tensor(c->args, name, t);
   }
   return c;
 }
@@ -258,11 +270,9 @@ void add_cold_copies(Workload& w, double bytes) {
     c->args = a;
     for (const bool key : parts) {
       const TensorView& v = key ? a.key[0] : a.value[0];
-      OwnedTensor t(v.dtype, v.shape);
+      const MutableTensorView t = add_tensor(*c, v.dtype, v.shape);
       fill_random(t, rng);
-      c->tensors.push_back(std::move(t));
-      std::vector<TensorView>& slot = key ? c->args.key : c->args.value;
-      slot.assign(1, c->tensors.back().view());
+      bind_tensor(c->args, key ? "key" : "value", t);
     }
     w.copies.push_back(std::move(c));
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -238,6 +239,23 @@ TEST(BenchWorkload, ColdCopiesHoldDifferentKvAndGiveResultsOfTheSameCall) {
       const Status st = run_call(args, Backend::kCpu, 2, &out);
       ASSERT_TRUE(st.ok()) << st.to_string();
       EXPECT_TRUE(criterion_a(out.attention_out, exact.out).pass) << "copy " << i;
+    }
+  }
+}
+
+// Callers' tensors (torch's CPU allocator) start on a cache line; so do the benchmark's, in every
+// copy, or each 64-byte piece of a K row would span two lines (glibc puts large blocks 16 bytes
+// past a page) and the kernels would be timed on loads no caller makes.
+TEST(BenchWorkload, EveryTensorOfEveryCopyStartsOnACacheLine) {
+  for (const char* name : {"D2", "D7", "P3"}) {
+    SCOPED_TRACE(name);
+    bench::Workload w = shape(name);
+    ASSERT_TRUE(w.error.empty()) << w.error;
+    bench::add_cold_copies(w, 3.0 * w.bytes_per_call);
+    for (const auto& c : w.copies) {
+      const FiaArgs& a = c->args;
+      for (const TensorView* t : {&a.query, &a.key[0], &a.value[0], &a.block_table, &a.atten_mask})
+        if (t->data) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t->data) % 64, 0u);
     }
   }
 }
