@@ -26,20 +26,24 @@ HWY_INLINE void dots2(DF df, const float* q, std::int64_t kw, const typename Src
   for (; d + L <= n; d += L) {
     const VF x0 = Src::load(df, k0, d), x1 = Src::load(df, k1, d);
     VF qv = hn::LoadU(df, q + d);
+    keep_in_register(qv);  // one load per query vector, not one per multiply-add
     a0 = hn::MulAdd(qv, x0, a0);
     b0 = hn::MulAdd(qv, x1, b0);
     if constexpr (ROWS > 1) {
       qv = hn::LoadU(df, q + kw + d);
+      keep_in_register(qv);
       a1 = hn::MulAdd(qv, x0, a1);
       b1 = hn::MulAdd(qv, x1, b1);
     }
     if constexpr (ROWS > 2) {
       qv = hn::LoadU(df, q + 2 * kw + d);
+      keep_in_register(qv);
       a2 = hn::MulAdd(qv, x0, a2);
       b2 = hn::MulAdd(qv, x1, b2);
     }
     if constexpr (ROWS > 3) {
       qv = hn::LoadU(df, q + 3 * kw + d);
+      keep_in_register(qv);
       a3 = hn::MulAdd(qv, x0, a3);
       b3 = hn::MulAdd(qv, x1, b3);
     }

@@ -89,16 +89,6 @@ HWY_INLINE std::int64_t pair_element(std::int64_t k, std::int64_t lanes) {
   return k;
 }
 
-/// Keeps v in a register. Otherwise GCC folds the load of a broadcast P into both multiply-adds
-/// that use it, and two loads per two multiply-adds keep the products waiting on the load ports.
-HWY_INLINE void keep_in_register(VF& v) {
-#if HWY_ARCH_X86
-  asm("" : "+v"(v.raw));
-#else
-  asm("" : "+w"(v.raw));
-#endif
-}
-
 /// The rows of the item's tokens some way ahead of the products, for prefetching: from the run
 /// being computed on into the run after it (a paged cache's next block), so that every run
 /// starts with its rows on the way.
