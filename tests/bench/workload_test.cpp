@@ -255,7 +255,9 @@ TEST(BenchWorkload, EveryTensorOfEveryCopyStartsOnACacheLine) {
     for (const auto& c : w.copies) {
       const FiaArgs& a = c->args;
       for (const TensorView* t : {&a.query, &a.key[0], &a.value[0], &a.block_table, &a.atten_mask})
-        if (t->data) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t->data) % 64, 0u);
+        if (t->data) {
+          EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t->data) % 64, 0u);
+        }
     }
   }
 }

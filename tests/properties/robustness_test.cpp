@@ -250,7 +250,9 @@ TEST(Robustness, NanInAVisibleInputMakesItsRowsNan) {
       runs.push_back("reference");
       for (const std::string& run : runs) {
         const Backend backend = run == "reference" ? Backend::kReference : Backend::kCpu;
-        if (backend == Backend::kCpu) ASSERT_TRUE(detail::force_isa(run));
+        if (backend == Backend::kCpu) {
+          ASSERT_TRUE(detail::force_isa(run));
+        }
         Outputs out;
         ASSERT_TRUE(run_call(a, backend, 2, &out).ok());
         detail::force_isa("");
