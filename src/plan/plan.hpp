@@ -7,9 +7,9 @@
 //
 // Small items run all phases on one worker with their scores in its scratch. Items whose scores
 // would not fit PlanLimits::score_budget, and decode-like items (few query rows, long KV) of a
-// call with too few items for parallelism (PlanLimits::split_items_below), become split groups: their KV range is cut into fixed-size chunks, phase
-// A of all chunks runs, then phase B with the exact max over the chunks, then the chunk partials
-// are summed in chunk order. Groups run in waves whose stored scores and partials fit
+// call with too few items for parallelism (PlanLimits::split_items_below), become split groups:
+// their KV range is cut into fixed-size chunks, phase A of all chunks runs, then phase B with the
+// exact max over the chunks, then the chunk partials are summed in chunk order. Groups run in waves whose stored scores and partials fit
 // PlanLimits::wave_budget; a group too large to store its scores recomputes them in phase B.
 #pragma once
 
@@ -138,10 +138,11 @@ struct PlanLimits {
   std::int64_t wave_budget = 1 << 24;   ///< floats of storage per wave
   double serial_work = 1 << 20;          ///< multiply-adds below which a call runs on one thread
   /// Items below which a decode-like call splits its long rows into chunks. With this many items
-  /// every worker of a common machine has several already, and a split group's stored scores
+  /// a machine of up to 64 workers has one or more each, and a split group's stored scores
   /// (beyond L2) and merge only cost time: D7 (64 items) took about 0.9x the time unsplit (Zen 4
-  /// VM, AVX3, 2 threads).
-  std::int64_t split_items_below = 32;
+  /// VM, AVX3, 2 threads). A count of the problem's, never of the workers (bits do not depend on
+  /// the thread count).
+  std::int64_t split_items_below = 64;
   /// Bytes per worker of K and V columns widened to f32 and kept across the wide items of one KV
   /// head (WidenedKv); 0 widens them again for every item. Results do not depend on it.
   std::int64_t widened_kv_bytes = std::int64_t{1} << 19;

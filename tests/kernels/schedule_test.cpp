@@ -75,7 +75,7 @@ TEST(ForcedSchedule, LongDecodeRowsSplitOnlyInACallOfFewItems) {
   const TestCall call = build_call(spec, 77);
   detail::ReferenceResult exact;
   ASSERT_TRUE(reference_exact(call.args, &exact).ok());
-  for (const std::int64_t below : {std::int64_t{32}, std::int64_t{65}}) {
+  for (const std::int64_t below : {std::int64_t{64}, std::int64_t{65}}) {
     detail::PlanLimits limits;
     limits.split_items_below = below;
     detail::CpuPlan plan;
