@@ -312,14 +312,12 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
     // of 20 alternating pairs; D1, D4 unchanged).
     const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
                        weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
-    const std::int64_t passes = std::max<std::int64_t>(1, vd / (kBlockVectors * L));
-    std::int64_t fetched = 0, done = 0;  // tokens prefetched, passes begun
+    std::int64_t fetched = 0;  // tokens prefetched: a pass ending at column e has part.count * e / vd
     d0 = 0;
     auto pass = [&](auto nv) {
       constexpr int NV = decltype(nv)::value;
       if (dense) {
-        for (const std::int64_t until = std::min(part.count, part.count * ++done / passes); fetched < until; ++fetched)
-          pt.at(fetched);
+        for (const std::int64_t until = part.count * (d0 + NV * L) / vd; fetched < until; ++fetched) pt.at(fetched);
         run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, Prefetch{});
       } else {
         run_axpy<Src, ROWS, NV>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});

@@ -9,8 +9,9 @@
 // would not fit PlanLimits::score_budget, and decode-like items (few query rows, long KV) of a
 // call with too few items for parallelism (PlanLimits::split_items_below), become split groups:
 // their KV range is cut into fixed-size chunks, phase A of all chunks runs, then phase B with the
-// exact max over the chunks, then the chunk partials are summed in chunk order. Groups run in waves whose stored scores and partials fit
-// PlanLimits::wave_budget; a group too large to store its scores recomputes them in phase B.
+// exact max over the chunks, then the chunk partials are summed in chunk order. Groups run in
+// waves whose stored scores and partials fit PlanLimits::wave_budget; a group too large to store
+// its scores recomputes them in phase B.
 #pragma once
 
 #include <cstddef>
