@@ -312,12 +312,14 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
     // of 20 alternating pairs; D1, D4 unchanged).
     const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
                        weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
-    std::int64_t fetched = 0;  // tokens prefetched: a pass ending at column e has part.count * e / vd
+    // Tokens prefetched: floor(part.count * e / vd) once a pass ends at column e (compared as
+    // products: a 64-bit division per pass took ~6 % of this function's samples on AVX2).
+    std::int64_t fetched = 0;
     d0 = 0;
     auto pass = [&](auto nv) {
       constexpr int NV = decltype(nv)::value;
       if (dense) {
-        for (const std::int64_t until = part.count * (d0 + NV * L) / vd; fetched < until; ++fetched) pt.at(fetched);
+        for (const std::int64_t reach = part.count * (d0 + NV * L); (fetched + 1) * vd <= reach; ++fetched) pt.at(fetched);
         run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, Prefetch{});
       } else {
         run_axpy<Src, ROWS, NV>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
