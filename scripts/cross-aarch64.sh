@@ -55,7 +55,7 @@ neon_kernels+=':PostQuant*:FullQuant*:*ThreadInvariance.*:ForcedSchedule.*:Numer
 neon_kernels+=':NumericsPaths.SplitRows*:NumericsPaths.Rule*:Compiled/InplacePerIsa.*/NEON:Compiled/WidenedKvPerIsa.*/NEON'
 neon_antiquant='Compiled/AntiquantPerIsa.*/NEON:Seeds/*:Cases/*:AntiquantThreadInvariance.*:PagedEquals*'
 sve_kernels() {
-  echo "Isa.*:Compiled/PerIsa.RandomCalls/$1:Seeds/RandomSweep.CpuMatchesReference/?"\
+  echo "Isa.*:Compiled/PerIsa.RandomCalls/$1:Compiled/PerIsa.DecodeRuns*/$1:Seeds/RandomSweep.CpuMatchesReference/?"\
 ":Seeds/RandomSweep.CpuMatchesReference/?0:Shapes/SplitBoundary.CpuMatchesReference/1[05]"\
 ":Shapes/TileBoundary.CpuMatchesReference/?:PostQuant.RowsAre*:PostQuant.DecodeWithout*"\
 ":PostQuantFormula.Simd*:FullQuantCpu.EveryStorageForm:FullQuantCpu.Fp32*:FullQuantCpu.FullyMasked*"\

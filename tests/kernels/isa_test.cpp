@@ -55,6 +55,28 @@ TEST_P(PerIsa, HeadDimsAndKvLengthsAroundEveryBoundary) {
   }
 }
 
+// Decode Q·Kᵀ goes 3 tokens at a time against 3-4 query rows on targets without the 4-token
+// kernel (cpu/decode-inl.h): runs of every length mod 3 and mod 4, in a contiguous cache and in
+// paged blocks (whose runs end at every block, and whose BSH rows take the interleaved-head walk),
+// with a rope part and a head dim that leaves a scalar tail.
+TEST_P(PerIsa, DecodeRunsOfEveryLengthAgainstThreeAndFourRows) {
+  for (std::int64_t group : {3, 4})
+    for (std::int64_t kv : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 22, 23}) {
+      CallSpec s;
+      s.layout = kv % 2 ? "BNSD" : "BSH";
+      s.num_heads = 2 * group;
+      s.num_kv_heads = 2;
+      s.batch = 2;
+      s.kv_seq = kv;
+      s.qk_dim = kv % 3 ? 64 : 100;
+      s.rope_dim = kv == 7 ? 16 : 0;
+      s.storage = kv > 8 ? KvStorage::kPaged : KvStorage::kContiguous;
+      s.block_size = 16;
+      s.act_kv = std::vector<std::int64_t>{kv, std::max<std::int64_t>(1, kv - 2)};
+      check(s, static_cast<std::uint64_t>(group * 1000 + kv));
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compiled, PerIsa, ::testing::ValuesIn(detail::available_isas()),
                          [](const auto& info) { return info.param; });
 
