@@ -83,10 +83,14 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
     if (p.rope_dim > 0)
       dots<Src, ROWS, NT>(df, q + p.qk_dim, kw, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, out + t, os);
   };
-  // Three tokens at a time for 3-4 rows (12 accumulators); one or two rows keep two tokens (MHA's
-  // warm walk took 1.035x the time with three: there the reductions weigh, not the latency).
+  // Three tokens at a time for 3-4 rows of float K (12 accumulators; the L2-resident D1 walk
+  // 0.94x the time in fp16, 0.96x in bf16). Two for one or two rows (MHA's walk took 1.035x with
+  // three: there the reductions weigh, not the latency) and for int8/int4 K converted in
+  // registers (D3's walk 1.14x, D5's 1.09x with three).
+  constexpr bool kThree = ROWS >= 3 && (std::is_same_v<Src, F16Src> || std::is_same_v<Src, BF16Src> ||
+                                        std::is_base_of_v<F32Src, Src>);
   std::int64_t t = 0;
-  if constexpr (ROWS < 3)
+  if constexpr (!kThree)
     for (; t + 2 <= run.count; t += 2) tokens(t, std::integral_constant<int, 2>());
   for (; t + 3 <= run.count; t += 3) tokens(t, std::integral_constant<int, 3>());
   if (run.count - t == 2) tokens(t, std::integral_constant<int, 2>());
