@@ -1,5 +1,7 @@
-// softmax_exp (cpu/softmax_exp-inl.h) is hwy::contrib's Exp bit for bit on every compiled
-// instruction set: the AVX-512 version only reassembles the result differently (vscalefps).
+// softmax_exp and softmax_exps (cpu/softmax_exp-inl.h) are hwy::contrib's Exp bit for bit on
+// every compiled instruction set: they only order the steps differently (several vectors at a
+// time), convert without Exp's overflow fix-up on x86 and reassemble the result differently on
+// AVX-512 (vscalefps).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/softmax_exp_test.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
@@ -19,14 +21,27 @@
 HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 
-/// ours[i] = softmax_exp(x[i]), theirs[i] = hn::Exp(x[i]); n a multiple of the lane count.
-void ExpBothForTest(const float* x, float* ours, float* theirs, std::size_t n) {
+/// ours[i] = softmax_exp(x[i]), together[i] = softmax_exps<5> of x[i] and the next four vectors
+/// (softmax_exp where the vectors are sizeless), theirs[i] = hn::Exp(x[i]); n a multiple of five
+/// times the lane count.
+void ExpBothForTest(const float* x, float* ours, float* together, float* theirs, std::size_t n) {
   const hn::ScalableTag<float> df;
-  for (std::size_t i = 0; i < n; i += hn::Lanes(df)) {
+  const std::size_t L = hn::Lanes(df);
+  for (std::size_t i = 0; i < n; i += L) {
     const auto v = hn::LoadU(df, x + i);
     hn::StoreU(softmax_exp(df, v), df, ours + i);
     hn::StoreU(hn::Exp(df, v), df, theirs + i);
   }
+#if HWY_HAVE_SCALABLE
+  for (std::size_t i = 0; i < n; i += L) hn::StoreU(softmax_exp(df, hn::LoadU(df, x + i)), df, together + i);
+#else
+  for (std::size_t i = 0; i < n; i += 5 * L) {
+    hn::Vec<decltype(df)> v[5];
+    for (std::size_t k = 0; k < 5; ++k) v[k] = hn::LoadU(df, x + i + k * L);
+    softmax_exps<5>(df, v);
+    for (std::size_t k = 0; k < 5; ++k) hn::StoreU(v[k], df, together + i + k * L);
+  }
+#endif
 }
 
 }  // namespace fia::detail::HWY_NAMESPACE
@@ -46,7 +61,7 @@ namespace {
 /// Softmax arguments x = S - m <= 0: a dense sweep of [-110, 0] (past Exp's lower bound of -104
 /// and through the subnormal results below -87.3), every float near the boundaries, and the
 /// special values the kernels can meet (-inf for masked scores, NaN, -0); also x > 0 up to past
-/// Exp's overflow.
+/// Exp's overflow (beyond about 128 Exp's result wraps around: softmax_exp keeps to x <= 90).
 /// Then all of them again in a shuffled order, so that vectors mix ordinary lanes with lanes that
 /// give 0, subnormal or large results.
 std::vector<float> arguments() {
@@ -64,22 +79,25 @@ std::vector<float> arguments() {
   std::mt19937 rng(7);
   std::shuffle(shuffled.begin(), shuffled.end(), rng);
   x.insert(x.end(), shuffled.begin(), shuffled.end());
-  while (x.size() % 64 != 0) x.push_back(-1.0f);
+  while (x.size() % 320 != 0) x.push_back(-1.0f);
   return x;
 }
 
 TEST(SoftmaxExp, IsHighwaysExpBitForBitOnEveryIsa) {
   const std::vector<float> x = arguments();
-  std::vector<float> ours(x.size()), theirs(x.size());
+  std::vector<float> ours(x.size()), together(x.size()), theirs(x.size());
   for (const std::string& isa : fia::detail::available_isas()) {
     ASSERT_TRUE(fia::detail::force_isa(isa));
-    HWY_DYNAMIC_DISPATCH(fia::detail::ExpBothForTest)(x.data(), ours.data(), theirs.data(), x.size());
+    HWY_DYNAMIC_DISPATCH(fia::detail::ExpBothForTest)(x.data(), ours.data(), together.data(), theirs.data(), x.size());
     int shown = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
-      std::uint32_t a, b;
+      std::uint32_t a, t, b;
       std::memcpy(&a, &ours[i], 4);
+      std::memcpy(&t, &together[i], 4);
       std::memcpy(&b, &theirs[i], 4);
       if (a != b && shown++ < 5) ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << ours[i] << ", Exp gives " << theirs[i];
+      if (t != b && shown++ < 5)
+        ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << together[i] << " five vectors at a time, Exp gives " << theirs[i];
     }
     EXPECT_EQ(shown, 0) << isa << ": differing results";
   }
