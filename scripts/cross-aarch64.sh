@@ -42,7 +42,8 @@ echo "cross-aarch64.sh: built in $((SECONDS - start)) s"
 #    (wide items, band and mask tiles) against the float64 reference;
 #  - PostQuant*, FullQuant* (int8 output quantization; the int8 full-quant kernel and its integer
 #    products), NumericsPaths (P rounding per entry point), ThreadInvariance, ForcedSchedule,
-#    SoftmaxExp (the exponentials, one and several vectors at a time, against Highway's Exp);
+#    SoftmaxExp (the exponentials, one and several vectors at a time, against Highway's Exp),
+#    Transpose (the Q panel and accumulator transposes around every block size);
 #  - on NEON, Compiled/InplacePerIsa: the in-place wide kernels (16-row items: decode MLA,
 #    multi-token decode), which SVE targets do not have; Compiled/WidenedKvPerIsa (prefill over
 #    K/V columns kept across items);
@@ -52,7 +53,7 @@ echo "cross-aarch64.sh: built in $((SECONDS - start)) s"
 # PromptFlashAttention layouts (the same kernels with other P rules), and the per-ISA tests of
 # targets other than the run's own (each has its own run).
 neon_kernels='Isa.*:Compiled/PerIsa.*/NEON:Seeds/RandomSweep.*:Shapes/SplitBoundary.*:Shapes/TileBoundary.*'
-neon_kernels+=':SoftmaxExp.*:PostQuant*:FullQuant*:*ThreadInvariance.*:ForcedSchedule.*:NumericsPaths.IncreFlash*'
+neon_kernels+=':SoftmaxExp.*:Transpose.*:PostQuant*:FullQuant*:*ThreadInvariance.*:ForcedSchedule.*:NumericsPaths.IncreFlash*'
 neon_kernels+=':NumericsPaths.SplitRows*:NumericsPaths.Rule*:Compiled/InplacePerIsa.*/NEON:Compiled/WidenedKvPerIsa.*/NEON'
 neon_antiquant='Compiled/AntiquantPerIsa.*/NEON:Seeds/*:Cases/*:AntiquantThreadInvariance.*:PagedEquals*'
 sve_kernels() {
@@ -60,7 +61,7 @@ sve_kernels() {
 ":Seeds/RandomSweep.CpuMatchesReference/?0:Shapes/SplitBoundary.CpuMatchesReference/1[05]"\
 ":Shapes/TileBoundary.CpuMatchesReference/?:PostQuant.RowsAre*:PostQuant.DecodeWithout*"\
 ":PostQuantFormula.Simd*:FullQuantCpu.EveryStorageForm:FullQuantCpu.Fp32*:FullQuantCpu.FullyMasked*"\
-":FullQuantSteps.*:FullQuantPipeline.*:ThreadInvariance.*:NumericsPaths.IncreFlash*:SoftmaxExp.*"
+":FullQuantSteps.*:FullQuantPipeline.*:ThreadInvariance.*:NumericsPaths.IncreFlash*:SoftmaxExp.*:Transpose.*"
 }
 # Antiquant on SVE: int8 and int4 rows of every mode against the float path and each other; the
 # random calls (minutes on the wide SVE targets) on SVE2_128 only.

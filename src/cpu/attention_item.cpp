@@ -29,6 +29,7 @@
 #include "cpu/reductions-inl.h"
 #include "cpu/decode_rows-inl.h"
 #include "cpu/decode-inl.h"
+#include "cpu/transpose-inl.h"
 #include "cpu/prefill-inl.h"
 #include "cpu/wide_inplace-inl.h"
 #include "cpu/wide_inplace_pv-inl.h"

@@ -77,28 +77,6 @@ void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int6
   });
 }
 
-/// dst[x * ld_dst + r] = src[r * ld_src + x] for r < rows, x < cols, rows a multiple of Lanes: a
-/// transpose, a vector of rows gathered at a time.
-HWY_INLINE void transpose_gathered(DF df, const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols,
-                                   float* dst, std::int64_t ld_dst) {
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
-  const hn::RebindToSigned<DF> di;
-  HWY_ALIGN std::int32_t offsets[HWY_MAX_BYTES / sizeof(float)];
-  for (std::int64_t k = 0; k < L; ++k) offsets[k] = static_cast<std::int32_t>(k * ld_src);
-  const auto index = hn::Load(di, offsets);
-  for (std::int64_t r = 0; r < rows; r += L)
-    for (std::int64_t x = 0; x < cols; ++x) hn::StoreU(hn::GatherIndex(df, src + r * ld_src + x, index), df, dst + x * ld_dst + r);
-}
-
-/// transpose_gathered for any number of rows: the rows past the last whole vector one by one.
-HWY_INLINE void transpose_into(DF df, const float* src, std::int64_t ld_src, std::int64_t rows, std::int64_t cols,
-                               float* dst, std::int64_t ld_dst) {
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), whole = rows / L * L;
-  transpose_gathered(df, src, ld_src, whole, cols, dst, ld_dst);
-  for (std::int64_t r = whole; r < rows; ++r)
-    for (std::int64_t x = 0; x < cols; ++x) dst[x * ld_dst + r] = src[r * ld_src + x];
-}
-
 /// Makes the worker's WidenedKv hold as many of the item's columns as fit, from the first on: it
 /// keeps what it holds when the item's columns continue it (the next row block of a head, or
 /// causal rows that see more keys) and starts over at the item's first column otherwise.

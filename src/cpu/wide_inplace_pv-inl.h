@@ -172,7 +172,7 @@ void inplace_scores(const Problem& p, const TileShape& tile, const WorkItem& it,
   const DF df;
   const std::int64_t kw = p.qk_dim + p.rope_dim;
   widen_query_rows<QSrc>(p, it, s.k);  // kInplaceRows rows of kw floats: within the K tile buffer
-  transpose_gathered(df, s.k, kw, kInplaceRows, kw, s.q, kInplaceRows);  // then s.k holds widened K
+  transpose_into(df, s.k, kw, kInplaceRows, kw, s.q, kInplaceRows);  // then s.k holds widened K
   std::fill(m, m + kInplaceRows, kNegInf);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
