@@ -63,6 +63,25 @@ inline void apply_visibility(const Problem& p, const WorkItem& it, ScoreView sv,
   }
 }
 
+/// Prefetches into L2 every cache line of the query rows (and their rope parts) of item it. A
+/// worker mostly runs items one after another, so the next item's rows arrive while this one
+/// computes; otherwise each item waited on its query rows from memory (P3 on Zen 4: 0.976x the
+/// time on AVX-512, 0.967x on AVX2, 19 and 17 of 24 alternating pairs faster).
+inline void prefetch_query_rows(const Problem& p, const WorkItem& it) {
+  const std::size_t es = dtype_size(p.dtype);
+  auto lines = [](const std::byte* row, std::int64_t bytes) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(row);
+    for (std::uintptr_t a = begin & ~std::uintptr_t{63}; a < begin + static_cast<std::uintptr_t>(bytes); a += 64)
+      __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 2);
+  };
+  for (std::int64_t r = 0; r < packed_rows(it); ++r) {
+    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+    lines(element_at(p.query.base, p.query.offset(it.b, n, i), es), p.qk_dim * static_cast<std::int64_t>(es));
+    if (p.rope_dim > 0)
+      lines(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es), p.rope_dim * static_cast<std::int64_t>(es));
+  }
+}
+
 /// Tokens of an NZ cache (FIA-SPEC 9.1) copied into contiguous rows at a time: 64 rows of 576
 /// bf16 elements (decode MLA) stay in L2.
 constexpr std::int64_t kUntileTokens = 64;

@@ -1,6 +1,7 @@
 #include "cpu/run.hpp"
 
 #include "cpu/full_quant.hpp"
+#include "cpu/item_common.hpp"
 #include "cpu/mla_full_quant.hpp"
 
 #include <algorithm>
@@ -244,6 +245,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
     }
     parallel_each(p, plan, slots, 0, n_items, [&](std::int64_t w, const Scratch& s) {
       const WorkItem& it = plan.items[w];
+      if (w + 1 < n_items) prefetch_query_rows(p, plan.items[w + 1]);
       const ScoreView sv = score_view(it, s.scores, it.col_end - it.col_begin);
       item_scores(p, plan, it, s.tiles, sv, s.m);
       apply_softmax_max(p, it, s.m);
