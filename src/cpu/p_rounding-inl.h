@@ -39,6 +39,16 @@ HWY_INLINE float exp_row(DF df, float* x, std::int64_t n, float m, DType t) {
   const VF vm = hn::Set(df, m);
   VF sum = hn::Zero(df);
   std::int64_t c = 0;
+#if !HWY_HAVE_SCALABLE
+  constexpr int N = 4;  // exponentials step by step together (softmax_exps), summed in order
+  for (; c + N * L <= n; c += N * L) {
+    VF e[N];
+    FIA_EACH_VECTOR(k) { e[k] = hn::Sub(hn::LoadU(df, x + c + k * L), vm); }
+    softmax_exps<N>(df, e);
+    FIA_EACH_VECTOR(k) { sum = hn::Add(sum, e[k]); }
+    FIA_EACH_VECTOR(k) { hn::StoreU(round_p(df, e[k], t), df, x + c + k * L); }
+  }
+#endif
   for (; c + L <= n; c += L) {
     const VF e = softmax_exp(df, hn::Sub(hn::LoadU(df, x + c), vm));
     sum = hn::Add(sum, e);
