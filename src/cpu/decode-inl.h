@@ -89,10 +89,9 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
   // registers (D3's walk 1.14x, D5's 1.09x with three).
   constexpr bool kThree = ROWS >= 3 && (std::is_same_v<Src, F16Src> || std::is_same_v<Src, BF16Src> ||
                                         std::is_base_of_v<F32Src, Src>);
+  constexpr int kStep = kThree ? 3 : 2;
   std::int64_t t = 0;
-  if constexpr (!kThree)
-    for (; t + 2 <= run.count; t += 2) tokens(t, std::integral_constant<int, 2>());
-  for (; t + 3 <= run.count; t += 3) tokens(t, std::integral_constant<int, 3>());
+  for (; t + kStep <= run.count; t += kStep) tokens(t, std::integral_constant<int, kStep>());
   if (run.count - t == 2) tokens(t, std::integral_constant<int, 2>());
   if (run.count - t == 1) tokens(t, std::integral_constant<int, 1>());
 #endif

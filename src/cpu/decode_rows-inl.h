@@ -33,19 +33,6 @@ constexpr std::int64_t kTokenBlock = 8;
 /// dim 128 ran D1 and D4 faster than 4, 16, 32 or 64).
 constexpr std::int64_t kPvBytes = 2048;
 
-/// Prefetches every cache line that `bytes` bytes from `row` touch, however the row is aligned
-/// (a 64-byte piece of a row 16 bytes past a line spans two lines: prefetching only the first left
-/// D7's loads waiting on the second): by default into L2 (not L1, where strided rows would evict
-/// each other before use); kLocality 3 into L1, for lines needed a few hundred cycles later, such
-/// as the next pass of a kernel over rows it already holds in L2.
-template <int kLocality = 2>
-HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
-  if (bytes <= 0) return;
-  const auto begin = reinterpret_cast<std::uintptr_t>(row);
-  for (std::uintptr_t a = begin & ~std::uintptr_t{63}; a < begin + static_cast<std::uintptr_t>(bytes); a += 64)
-    __builtin_prefetch(reinterpret_cast<const void*>(a), 0, kLocality);
-}
-
 /// What a kernel prefetches while it walks tokens t of a sub-run: `bytes` of the token row
 /// `distance` tokens ahead (base + (t + distance) * stride), while t + distance < limit.
 struct Prefetch {

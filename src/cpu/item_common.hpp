@@ -1,4 +1,5 @@
-// Target-independent helpers of the item kernels: visibility, pse, K/V token runs, query rows.
+// Target-independent helpers of the item kernels: visibility, pse, K/V token runs, query rows,
+// prefetching.
 #pragma once
 
 #include <algorithm>
@@ -7,6 +8,8 @@
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include <hwy/base.h>
 
 #include "cpu/attention_item.hpp"
 #include "cpu/convert.hpp"
@@ -63,22 +66,31 @@ inline void apply_visibility(const Problem& p, const WorkItem& it, ScoreView sv,
   }
 }
 
+/// Prefetches every cache line that `bytes` bytes from `row` touch, however the row is aligned
+/// (a 64-byte piece of a row 16 bytes past a line spans two lines: prefetching only the first left
+/// D7's loads waiting on the second): by default into L2 (not L1, where strided rows would evict
+/// each other before use); kLocality 3 into L1, for lines needed a few hundred cycles later, such
+/// as the next pass of a kernel over rows it already holds in L2.
+template <int kLocality = 2>
+HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
+  if (bytes <= 0) return;
+  const auto begin = reinterpret_cast<std::uintptr_t>(row);
+  for (std::uintptr_t a = begin & ~std::uintptr_t{63}; a < begin + static_cast<std::uintptr_t>(bytes); a += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(a), 0, kLocality);
+}
+
 /// Prefetches into L2 every cache line of the query rows (and their rope parts) of item it. A
 /// worker mostly runs items one after another, so the next item's rows arrive while this one
 /// computes; otherwise each item waited on its query rows from memory (P3 on Zen 4: 0.976x the
 /// time on AVX-512, 0.967x on AVX2, 19 and 17 of 24 alternating pairs faster).
 inline void prefetch_query_rows(const Problem& p, const WorkItem& it) {
   const std::size_t es = dtype_size(p.dtype);
-  auto lines = [](const std::byte* row, std::int64_t bytes) {
-    const auto begin = reinterpret_cast<std::uintptr_t>(row);
-    for (std::uintptr_t a = begin & ~std::uintptr_t{63}; a < begin + static_cast<std::uintptr_t>(bytes); a += 64)
-      __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 2);
-  };
   for (std::int64_t r = 0; r < packed_rows(it); ++r) {
     const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
-    lines(element_at(p.query.base, p.query.offset(it.b, n, i), es), p.qk_dim * static_cast<std::int64_t>(es));
+    prefetch_row(element_at(p.query.base, p.query.offset(it.b, n, i), es), p.qk_dim * static_cast<std::int64_t>(es));
     if (p.rope_dim > 0)
-      lines(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es), p.rope_dim * static_cast<std::int64_t>(es));
+      prefetch_row(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es),
+                   p.rope_dim * static_cast<std::int64_t>(es));
   }
 }
 

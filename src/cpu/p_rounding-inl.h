@@ -32,6 +32,30 @@ HWY_INLINE VF round_p(DF df, VF e, DType t) {
   return e;
 }
 
+/// The P cast of the vector at x: E = exp(x - m) (vm holds m), x becomes round(E); returns sum + E.
+HWY_INLINE VF p_cast_vector(DF df, float* x, VF vm, VF sum, DType t) {
+  const VF e = softmax_exp(df, hn::Sub(hn::LoadU(df, x), vm));
+  hn::StoreU(round_p(df, e, t), df, x);
+  return hn::Add(sum, e);
+}
+
+#if !HWY_HAVE_SCALABLE
+/// Vectors whose exponentials p_cast_vectors takes step by step together (softmax_exps).
+inline constexpr int kExpVectors = 4;
+
+/// p_cast_vector of the kExpVectors vectors at x, x + stride, ...: their exponentials step by
+/// step together, each E added to sum in that order (the same bits as one vector at a time).
+HWY_INLINE VF p_cast_vectors(DF df, float* x, std::int64_t stride, VF vm, VF sum, DType t) {
+  constexpr int N = kExpVectors;
+  VF e[N];
+  FIA_EACH_VECTOR(k) { e[k] = hn::Sub(hn::LoadU(df, x + k * stride), vm); }
+  softmax_exps<N>(df, e);
+  FIA_EACH_VECTOR(k) { sum = hn::Add(sum, e[k]); }
+  FIA_EACH_VECTOR(k) { hn::StoreU(round_p(df, e[k], t), df, x + k * stride); }
+  return sum;
+}
+#endif
+
 /// E = exp(s - m) on n values at x (in place becomes the rounded P); returns the sum of E.
 /// Lanes past n are computed on a copy so that x[n..] is never touched.
 HWY_INLINE float exp_row(DF df, float* x, std::int64_t n, float m, DType t) {
@@ -40,26 +64,13 @@ HWY_INLINE float exp_row(DF df, float* x, std::int64_t n, float m, DType t) {
   VF sum = hn::Zero(df);
   std::int64_t c = 0;
 #if !HWY_HAVE_SCALABLE
-  constexpr int N = 4;  // exponentials step by step together (softmax_exps), summed in order
-  for (; c + N * L <= n; c += N * L) {
-    VF e[N];
-    FIA_EACH_VECTOR(k) { e[k] = hn::Sub(hn::LoadU(df, x + c + k * L), vm); }
-    softmax_exps<N>(df, e);
-    FIA_EACH_VECTOR(k) { sum = hn::Add(sum, e[k]); }
-    FIA_EACH_VECTOR(k) { hn::StoreU(round_p(df, e[k], t), df, x + c + k * L); }
-  }
+  for (; c + kExpVectors * L <= n; c += kExpVectors * L) sum = p_cast_vectors(df, x + c, L, vm, sum, t);
 #endif
-  for (; c + L <= n; c += L) {
-    const VF e = softmax_exp(df, hn::Sub(hn::LoadU(df, x + c), vm));
-    sum = hn::Add(sum, e);
-    hn::StoreU(round_p(df, e, t), df, x + c);
-  }
+  for (; c + L <= n; c += L) sum = p_cast_vector(df, x + c, vm, sum, t);
   if (c < n) {
     HWY_ALIGN float tmp[HWY_MAX_BYTES / sizeof(float)];
     for (std::int64_t k = 0; k < L; ++k) tmp[k] = c + k < n ? x[c + k] : kNegInf;
-    const VF e = softmax_exp(df, hn::Sub(hn::Load(df, tmp), vm));
-    sum = hn::Add(sum, e);
-    hn::Store(round_p(df, e, t), df, tmp);
+    sum = p_cast_vector(df, tmp, vm, sum, t);
     for (std::int64_t k = 0; c + k < n; ++k) x[c + k] = tmp[k];
   }
   return hn::GetLane(hn::SumOfLanes(df, sum));

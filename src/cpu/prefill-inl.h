@@ -268,35 +268,21 @@ HWY_INLINE void finish_score_tile(DF df, const Problem& p, const WorkItem& it, S
   }
 }
 
-/// Columns of a tile whose exponentials go step by step together (softmax_exps).
-inline constexpr int kExpColumns = 4;
-
 /// The P cast of a wide tile of nc columns (column-major at st, stride cs, Rp rows) in place:
 /// E = exp(S - m), l += E (column by column), P = round(E). Rows with m = -inf give 0 (NaN
 /// filtered by Exp).
 HWY_INLINE void exp_tile(DF df, const Problem& p, float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp,
                          const float* m, float* l) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  const DType t = p.p_rule.round_to;
   for (std::int64_t r = 0; r < Rp; r += L) {
     const VF vm = hn::Load(df, m + r);
     VF vl = hn::Load(df, l + r);
     std::int64_t c = 0;
 #if !HWY_HAVE_SCALABLE
-    constexpr int N = kExpColumns;
-    for (; c + N <= nc; c += N) {
-      VF e[N];
-      FIA_EACH_VECTOR(k) { e[k] = hn::Sub(hn::Load(df, st + (c + k) * cs + r), vm); }
-      softmax_exps<N>(df, e);
-      FIA_EACH_VECTOR(k) { vl = hn::Add(vl, e[k]); }
-      FIA_EACH_VECTOR(k) { hn::Store(round_p(df, e[k], p.p_rule.round_to), df, st + (c + k) * cs + r); }
-    }
+    for (; c + kExpVectors <= nc; c += kExpVectors) vl = p_cast_vectors(df, st + c * cs + r, cs, vm, vl, t);
 #endif
-    for (; c < nc; ++c) {
-      float* x = st + c * cs + r;
-      const VF e = softmax_exp(df, hn::Sub(hn::Load(df, x), vm));
-      vl = hn::Add(vl, e);
-      hn::Store(round_p(df, e, p.p_rule.round_to), df, x);
-    }
+    for (; c < nc; ++c) vl = p_cast_vector(df, st + c * cs + r, vm, vl, t);
     hn::Store(vl, df, l + r);
   }
 }

@@ -83,16 +83,14 @@ HWY_INLINE void softmax_exps(D df, hn::Vec<D>* x) {
     poly[k] = hn::MulAdd(r4[k], hn::MulAdd(c5, r[k], c4), hn::MulAdd(r2[k], hn::MulAdd(c3, r[k], c2), hn::MulAdd(c1, r[k], c0)));
   }
   FIA_EACH_VECTOR(k) { poly[k] = hn::Add(hn::MulAdd(poly[k], r2[k], r[k]), hn::Set(df, 1.0f)); }
-#if HWY_TARGET == HWY_AVX3
   if constexpr (kScalef) {
+#if HWY_TARGET == HWY_AVX3
     FIA_EACH_VECTOR(k) {
       const __mmask16 in_range = _mm512_cmp_ps_mask(x[k].raw, _mm512_set1_ps(-104.0f), _CMP_GE_OQ);
       x[k] = V{_mm512_maskz_scalef_ps(in_range, poly[k].raw, q[k].raw)};
     }
-    return;
-  }
 #endif
-  if constexpr (!kScalef) {  // Exp's LoadExpShortRange: times 2^(q >> 1), then 2^(q - (q >> 1))
+  } else {  // Exp's LoadExpShortRange: times 2^(q >> 1), then 2^(q - (q >> 1))
     const VI bias = hn::Set(di, 0x7F);
     VI half[N];
     FIA_EACH_VECTOR(k) { half[k] = hn::ShiftRight<1>(qi[k]); }
