@@ -171,8 +171,8 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* tile_scores = sv.base + (c0 - it.col_begin);
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
-      const std::int64_t ahead = rows_continuing(p, it, run, c0 + c, true);
-      for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim, ahead,
+      const NextRows next = next_rows(p, it, run, c0 + c, true);
+      for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim, next,
                      [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
                        for_each_row_block<Src>(p, sub, true, it.b, h, c0 + c + t, prefetch,
@@ -366,8 +366,8 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
     }
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
       if (antiquant) token_scale_rows<true>(df, p, p.value_antiquant, it, c0 + c, run.count, tile_p + c, sv.row_stride);
-      const std::int64_t ahead = rows_continuing(p, it, run, c0 + c, false);
-      for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd, ahead,
+      const NextRows next = next_rows(p, it, run, c0 + c, false);
+      for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd, next,
                      [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
                        const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
                        for_each_row_block<Src>(p, sub, false, it.b, h, c0 + c + t, prefetch,
