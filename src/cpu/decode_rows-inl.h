@@ -63,8 +63,9 @@ struct Prefetch {
 /// The rows of item `it` after `run` (a run of K when `keys`, else of V, from logical column j) as
 /// the run's prefetches go on into them: the next run's rows when they have the run's stride
 /// (a paged cache's next block, even when stored elsewhere: without it every block's first rows
-/// were read cold; Zen 4, 2 threads: a standalone copy of D2's walk read 16.8 GB/s instead of
-/// 25.4, and D2 took 0.925x the time on AVX3, 0.897x on AVX2, in 10 alternating pairs each).
+/// were read cold; Zen 4, 2 threads: a standalone copy of D2's walk over shuffled blocks read
+/// 23.5-27.1 GB/s instead of 16.1-20.3, where reading the blocks in order read 25.4-28.1; D2 took
+/// 0.925x the time on AVX3, 0.897x on AVX2, in 10 alternating pairs each).
 /// None at the item's end and for NZ rows.
 HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun& run, std::int64_t j, bool keys) {
   const std::int64_t next = j + run.count;
