@@ -49,7 +49,10 @@ HWY_INLINE hn::Vec<DI> truncate_to_int(DI di, V q) {
 /// (the P cast of a tile on AVX2, Zen 4: 9.1 time units per vector with N = 4 against 11.4 with 1).
 /// On AVX-512 the result 2^q * poly(r) is put together by one vscalefps (exact scaling, rounded
 /// once like Exp's two multiplications) and the range test by a zeroing mask: 16 instructions
-/// instead of 27, in the loop that dominates short-head-dim prefill.
+/// instead of 27, in the loop that dominates short-head-dim prefill. Elsewhere, when all N
+/// vectors lie in [-86, 88] (softmax scores within 86 of their max, the common case), q is added
+/// to poly's exponent bits instead (the tile's P cast on AVX2, Zen 4: 0.85x the time per vector in
+/// a standalone loop).
 template <int N, class D>
 HWY_INLINE void softmax_exps(D df, hn::Vec<D>* x) {
   using V = hn::Vec<D>;
@@ -90,7 +93,19 @@ HWY_INLINE void softmax_exps(D df, hn::Vec<D>* x) {
       x[k] = V{_mm512_maskz_scalef_ps(in_range, poly[k].raw, q[k].raw)};
     }
 #endif
-  } else {  // Exp's LoadExpShortRange: times 2^(q >> 1), then 2^(q - (q >> 1))
+  } else {
+    // Every x in [-86, 88]: q in [-124, 127] and poly in [0.70, 1.42], so poly * 2^q is a normal
+    // float, which Exp's two exact multiplications give; adding q to poly's exponent bits gives it
+    // in 2 instructions instead of 10 (with the range test). The test compares every lane (a NaN
+    // lane fails it; a min over the lanes could drop the NaN).
+    const V lo = hn::Set(df, -86.0f), hi = hn::Set(df, 88.0f);
+    auto in_range = hn::And(hn::Ge(x[0], lo), hn::Le(x[0], hi));
+    FIA_EACH_VECTOR(k) { in_range = hn::And(in_range, hn::And(hn::Ge(x[k], lo), hn::Le(x[k], hi))); }
+    if (hn::AllTrue(df, in_range)) {
+      FIA_EACH_VECTOR(k) { x[k] = hn::BitCast(df, hn::Add(hn::BitCast(di, poly[k]), hn::ShiftLeft<23>(qi[k]))); }
+      return;
+    }
+    // Elsewhere Exp's LoadExpShortRange: times 2^(q >> 1), then 2^(q - (q >> 1)).
     const VI bias = hn::Set(di, 0x7F);
     VI half[N];
     FIA_EACH_VECTOR(k) { half[k] = hn::ShiftRight<1>(qi[k]); }

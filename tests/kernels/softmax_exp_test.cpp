@@ -62,19 +62,26 @@ namespace {
 /// and through the subnormal results below -87.3), every float near the boundaries, and the
 /// special values the kernels can meet (-inf for masked scores, NaN, -0); also x > 0 up to past
 /// Exp's overflow (beyond about 128 Exp's result wraps around: softmax_exp keeps to x <= 90).
-/// Then all of them again in a shuffled order, so that vectors mix ordinary lanes with lanes that
-/// give 0, subnormal or large results.
+/// A NaN or infinity among ordinary lanes at every position of a group of five vectors. Then all
+/// of them again in a shuffled order, so that vectors mix ordinary lanes with lanes that give 0,
+/// subnormal or large results.
 std::vector<float> arguments() {
   std::vector<float> x;
   for (int i = 0; i <= 1 << 20; ++i) x.push_back(-110.0f * static_cast<float>(i) / static_cast<float>(1 << 20));
   for (int i = 0; i <= 1 << 14; ++i) x.push_back(90.0f * static_cast<float>(i) / static_cast<float>(1 << 14));
-  for (const float edge : {-104.0f, -87.33654f, -103.97208f, -0.5f * 0.6931472f, -1e-30f, 0.0f, 88.72284f}) {
+  for (const float edge : {-104.0f, -87.33654f, -103.97208f, -86.0f, -0.5f * 0.6931472f, -1e-30f, 0.0f, 88.0f, 88.72284f}) {
     float v = edge;
     for (int k = 0; k < 64; ++k) v = std::nextafter(v, 0.0f);
     for (int k = 0; k < 128; ++k, v = std::nextafter(v, -200.0f)) x.push_back(v);
   }
   x.insert(x.end(), {-std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), -0.0f,
                      -std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::max()});
+  // One NaN or infinity among ordinary lanes, at every position of a group of five vectors.
+  while (x.size() % 80 != 0) x.push_back(-1.0f);
+  for (const float odd : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity()})
+    for (int at = 0; at < 80; ++at)
+      for (int k = 0; k < 80; ++k) x.push_back(k == at ? odd : -1.0f - 0.01f * static_cast<float>(k));
   std::vector<float> shuffled = x;
   std::mt19937 rng(7);
   std::shuffle(shuffled.begin(), shuffled.end(), rng);
