@@ -1,5 +1,6 @@
 // e^x for the softmax exponentials, shared by every kernel: hwy::contrib's Exp bit for bit,
-// several vectors step by step together, with fewer instructions on x86. Included per Highway
+// several vectors step by step together, with fewer instructions (vscalefps on AVX-512, an
+// exponent add for arguments in [-86, 88] elsewhere, no overflow fix-up on x86). Included per Highway
 // target by cpu/p_rounding-inl.h and the full-quant kernels (the toggle guard below lets foreach_target
 // re-include it once per target).
 #if defined(FIA_CPU_SOFTMAX_EXP_INL_H_) == defined(HWY_TARGET_TOGGLE)

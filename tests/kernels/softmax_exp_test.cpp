@@ -1,7 +1,7 @@
 // softmax_exp and softmax_exps (cpu/softmax_exp-inl.h) are hwy::contrib's Exp bit for bit on
 // every compiled instruction set: they only order the steps differently (several vectors at a
-// time), convert without Exp's overflow fix-up on x86 and reassemble the result differently on
-// AVX-512 (vscalefps).
+// time), convert without Exp's overflow fix-up on x86 and reassemble the result differently
+// (vscalefps on AVX-512, an exponent add elsewhere when every lane lies in [-86, 88]).
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/softmax_exp_test.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
