@@ -25,12 +25,22 @@ HWY_BEFORE_NAMESPACE();
 namespace fia::bench::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Sum of n floats (n a multiple of 4 vectors), four independent accumulators.
+/// Bytes ahead of the sum that SumFloats prefetches, as the decode kernels prefetch contiguous K
+/// and V rows (kPrefetchBytes in src/cpu/decode_rows-inl.h).
+constexpr std::size_t kPrefetchAhead = 4096;
+
+/// Sum of n floats (n a multiple of 4 vectors), four independent accumulators, every cache line
+/// prefetched into L2 kPrefetchAhead bytes ahead as the decode kernels do: the probe measures the
+/// best read rate the kernels' own technique gets. The plain loop read about 10 % less than with
+/// the prefetches (Zen 4 VM, 2 threads: 26.4-29.0 GB/s against 30.0-31.9), and D4 read 101 % of
+/// a roofline made with it.
 float SumFloats(const float* HWY_RESTRICT p, std::size_t n) {
   const hn::ScalableTag<float> d;
   const std::size_t L = hn::Lanes(d);
   auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
   for (std::size_t i = 0; i + 4 * L <= n; i += 4 * L) {
+    const char* ahead = reinterpret_cast<const char*>(p + i) + kPrefetchAhead;
+    for (std::size_t o = 0; o < 4 * L * sizeof(float); o += 64) __builtin_prefetch(ahead + o, 0, 2);
     a0 = hn::Add(a0, hn::Load(d, p + i));
     a1 = hn::Add(a1, hn::Load(d, p + i + L));
     a2 = hn::Add(a2, hn::Load(d, p + i + 2 * L));
