@@ -87,8 +87,7 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
   // 0.94x the time in fp16, 0.96x in bf16). Two for one or two rows (MHA's walk took 1.035x with
   // three: there the reductions weigh, not the latency) and for int8/int4 K converted in
   // registers (D3's walk 1.14x, D5's 1.09x with three).
-  constexpr bool kThree = ROWS >= 3 && (std::is_same_v<Src, F16Src> || std::is_same_v<Src, BF16Src> ||
-                                        std::is_base_of_v<F32Src, Src>);
+  constexpr bool kThree = ROWS >= 3 && FloatRowSource<Src>;
   constexpr int kStep = kThree ? 3 : 2;
   std::int64_t t = 0;
   for (; t + kStep <= run.count; t += kStep) tokens(t, std::integral_constant<int, kStep>());
@@ -301,11 +300,8 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
   // goes 3, 3, 3, 3, 2, 2): each broadcast weight feeds 3 multiply-adds instead of 2. AVX2 (Zen 4):
   // D1 0.955x, D2 0.959x the time (faster in 8 of 10 alternating pairs each; an earlier set: D2
   // 0.917x and 0.976x), D4 (bf16, one row) 1.02x, within the noise. Not for int8 V converted in
-  // registers (D3 1.04x, within the noise), nor for pair sources (two vectors per load). The same
-  // accumulation order per element.
-  constexpr bool kThreeVectors = kBlockVectors == 2 && !BlockPairSource<Src> &&
-                                 (std::is_same_v<Src, F16Src> || std::is_same_v<Src, BF16Src> ||
-                                  std::is_base_of_v<F32Src, Src>);
+  // registers (D3 1.04x, within the noise). The same accumulation order per element.
+  constexpr bool kThreeVectors = kBlockVectors == 2 && FloatRowSource<Src>;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   const auto* v = static_cast<const typename Src::T*>(run.value);
   // Where a pass covers fewer than 64 floats (AVX2, NEON, SSE4), the run goes in blocks of

@@ -146,6 +146,12 @@ struct I4LanesSrc {
 template <class Src>
 concept BlockPairSource = requires { Src::kBlockPairs; };
 
+/// Rows of floats in memory, widened a vector at a time (fp16, bf16, f32, dequantized f32), as
+/// opposed to int8/int4 rows converted in registers: the decode products take wider blocks of them.
+template <class Src>
+concept FloatRowSource =
+    std::is_same_v<Src, F16Src> || std::is_same_v<Src, BF16Src> || std::is_base_of_v<F32Src, Src>;
+
 /// row[0:n) (n a multiple of 32) rearranged from logical order into I4LanesSrc's lane order, or
 /// back (kBack).
 template <bool kBack>
