@@ -15,13 +15,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ---- narrow items (decode): K and V read in place, widened in registers ---------------------
 
 /// Dot products of ROWS query rows (stride kw) with the K rows of NT consecutive tokens (token j
-/// at k + j * ks) over n elements, added to out[r * os + j]. Each (row, token) sum runs in its own
-/// lanes over the vectors of the row and is then reduced by sum4, so the bits of a token's scores
-/// do not depend on NT. NT = 3 keeps 12 accumulators in flight, more than a multiply-add's latency
-/// times the two ports (8): with 2 tokens the loop waits on the latency (a standalone copy of the
-/// loop on Zen 4, AVX2, 4 rows, head dim 128: 43.5 cycles per token with 2, 37.5 with 3, 32 for
-/// the multiply-adds alone; D2 0.933x the time, faster in 12 of 16 alternating pairs).
-template <class Src, int ROWS, int NT>
+/// at k + j * ks) over n elements, stored to out[r * os + j] (added to it with kAdd: the rope
+/// part). Each (row, token) sum runs in its own lanes over the vectors of the row and is then
+/// reduced by sum4, so the bits of a token's scores do not depend on NT. Stored, not zeroed and
+/// then added, and without the scalar tail's loops when n is a whole number of vectors: that
+/// epilogue had taken 28 % of the 3-token step's samples (Zen 4, AVX2, L2-resident D1-like walk:
+/// 0.91x the time per token; cold D1 0.917x, D2 0.919x, faster in 6 and 7 of 8 pairs).
+/// NT = 3 keeps 12 accumulators in flight, more than a multiply-add's latency times the two ports
+/// (8): with 2 tokens the loop waits on the latency (a standalone copy of the loop on Zen 4, AVX2,
+/// 4 rows, head dim 128: 43.5 cycles per token with 2, 37.5 with 3, 32 for the multiply-adds
+/// alone; D2 0.933x the time, faster in 12 of 16 alternating pairs).
+template <class Src, int ROWS, int NT, bool kAdd>
 HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src::T* k, std::int64_t ks, std::int64_t n,
                      float* out, std::int64_t os) {
   static_assert(NT >= 1 && NT <= 3, "one to three tokens");
@@ -52,13 +56,14 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
   sum4(df, a0, a1, a2, a3, sums[0]);
   if constexpr (NT > 1) sum4(df, b0, b1, b2, b3, sums[1]);
   if constexpr (NT > 2) sum4(df, c0, c1, c2, c3, sums[2]);
-  const typename Src::T* rows[3] = {k0, k1, k2};
+  if (d < n) {  // rows that are not a whole number of vectors
+    const typename Src::T* rows[3] = {k0, k1, k2};
+    for (int r = 0; r < ROWS; ++r)
+      for (int j = 0; j < NT; ++j)
+        for (std::int64_t e = d; e < n; ++e) sums[j][r] += q[r * kw + e] * Src::one(rows[j], e);
+  }
   for (int r = 0; r < ROWS; ++r)
-    for (int j = 0; j < NT; ++j) {
-      float sum = sums[j][r];
-      for (std::int64_t e = d; e < n; ++e) sum += q[r * kw + e] * Src::one(rows[j], e);
-      out[r * os + j] += sum;
-    }
+    for (int j = 0; j < NT; ++j) out[r * os + j] = kAdd ? out[r * os + j] + sums[j][r] : sums[j][r];
 }
 
 /// Raw dot products (with the rope part) of ROWS rows against the tokens of one run.
@@ -77,11 +82,9 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
   auto tokens = [&](std::int64_t t, auto nt) {
     constexpr int NT = decltype(nt)::value;
     for (int j = 0; j < NT; ++j) pf.at(t + j);
-    for (int r = 0; r < ROWS; ++r)
-      for (int j = 0; j < NT; ++j) out[r * os + t + j] = 0.0f;
-    dots<Src, ROWS, NT>(df, q, kw, k + t * run.key_stride, run.key_stride, p.qk_dim, out + t, os);
+    dots<Src, ROWS, NT, false>(df, q, kw, k + t * run.key_stride, run.key_stride, p.qk_dim, out + t, os);
     if (p.rope_dim > 0)
-      dots<Src, ROWS, NT>(df, q + p.qk_dim, kw, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, out + t, os);
+      dots<Src, ROWS, NT, true>(df, q + p.qk_dim, kw, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, out + t, os);
   };
   // Three tokens at a time for 3-4 rows of float K (12 accumulators; the L2-resident D1 walk
   // 0.94x the time in fp16, 0.96x in bf16). Two for one or two rows (MHA's walk took 1.035x with
