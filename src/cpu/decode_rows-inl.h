@@ -16,9 +16,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 /// How far ahead decode kernels prefetch K and V rows (into L2): strided rows by tokens,
 /// contiguous rows by bytes (measured on Zen 4: 4 KiB ahead made cold D1 and D4 ~10 % faster than
-/// the hardware prefetcher alone, 8 KiB was slower again).
+/// the hardware prefetcher alone, 8 KiB was slower again). Items of one or two query rows (MHA
+/// decode) compute a quarter as much per row as GQA's four, so the same bytes ahead are less time
+/// ahead: 6 KiB made cold D4 (one row, bf16) 0.909x, 0.931x and 0.897x the time on Zen 4 (AVX2,
+/// AVX3, AVX2: faster in 10 of 10, 9 of 10 and 6 of 8 alternating pairs), where D1 (four rows)
+/// gained nothing certain (0.947x on AVX3, 1.01x and 1.22x on AVX2).
 constexpr std::int64_t kPrefetchTokens = 8;
 constexpr std::int64_t kPrefetchBytes = 4096;
+constexpr std::int64_t kPrefetchBytesFewRows = 6144;
 
 /// Tokens per block when an item spans several KV heads: each block's token rows are read for all
 /// heads before the next block, and the next block is prefetched meanwhile. Small blocks keep the
@@ -91,8 +96,9 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
   const auto* first = static_cast<const char*>(base);
   if (kvh == 1) {
     Prefetch pf;
+    const std::int64_t ahead = nrows * it.heads <= 2 ? kPrefetchBytesFewRows : kPrefetchBytes;
     if (token_stride * es > row_bytes) pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count, next};
-    else pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, kPrefetchBytes / std::max<std::int64_t>(1, row_bytes)), run.count, next};
+    else pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, ahead / std::max<std::int64_t>(1, row_bytes)), run.count, next};
     for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
     return;
   }
