@@ -175,8 +175,8 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
       const NextRows next = next_rows(p, it, run, c0 + c, true);
       for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim, next,
-                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
-                       const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
+                     [&](std::int64_t t, std::int64_t base_r, std::int64_t hk, const KvRun& sub, const Prefetch& prefetch) {
+                       const std::int64_t h = it.h + hk;
                        for_each_row_block<Src>(p, sub, true, it.b, h, c0 + c + t, prefetch,
                                                [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {
                          using Dot = typename decltype(as)::type;
@@ -380,8 +380,8 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
       if (antiquant) token_scale_rows<true>(df, p, p.value_antiquant, it, c0 + c, run.count, tile_p + c, sv.row_stride);
       const NextRows next = next_rows(p, it, run, c0 + c, false);
       for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd, next,
-                     [&](std::int64_t t, std::int64_t base_r, const KvRun& sub, const Prefetch& prefetch) {
-                       const std::int64_t h = it.h + (base_r / it.heads) % it.kv_heads;
+                     [&](std::int64_t t, std::int64_t base_r, std::int64_t hk, const KvRun& sub, const Prefetch& prefetch) {
+                       const std::int64_t h = it.h + hk;
                        for_each_row_block<Src>(p, sub, false, it.b, h, c0 + c + t, prefetch,
                                                [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {
                          using Dot = typename decltype(as)::type;

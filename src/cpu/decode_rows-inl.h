@@ -81,11 +81,11 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
   return {static_cast<const char*>(keys ? n.key : n.value), std::min(n.count, it.col_end - next)};
 }
 
-/// Calls fn(first token, first packed row, sub-run, prefetch) for every (query row, KV head) of a
-/// narrow item over one run. Single-head items take the run whole, prefetching their rows ahead;
-/// items spanning several KV heads go block by block of kTokenBlock tokens, all heads of a block
-/// before the next, each head's pass prefetching its rows of the next block. The prefetches run
-/// on into the rows of `next` (next_rows).
+/// Calls fn(first token, first packed row, KV head within the item, sub-run, prefetch) for every
+/// (query row, KV head) of a narrow item over one run. Single-head items take the run whole,
+/// prefetching their rows ahead; items spanning several KV heads go block by block of
+/// kTokenBlock tokens, all heads of a block before the next, each head's pass prefetching its
+/// rows of the next block. The prefetches run on into the rows of `next` (next_rows).
 template <class Fn>
 HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
                                std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems,
@@ -99,7 +99,7 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
     const std::int64_t ahead = nrows * it.heads <= 2 ? kPrefetchBytesFewRows : kPrefetchBytes;
     if (token_stride * es > row_bytes) pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count, next};
     else pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, ahead / std::max<std::int64_t>(1, row_bytes)), run.count, next};
-    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
+    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, 0, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
     return;
   }
   for (std::int64_t t = 0; t < run.count; t += kTokenBlock) {
@@ -111,7 +111,7 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
           const NextRows head_next{next.count > 0 ? next.first + hk * head_stride * es : nullptr, next.count};
           pf = {first + (t * token_stride + hk * head_stride) * es, token_stride * es, row_bytes, kTokenBlock, run.count - t, head_next};
         }
-        fn(t, (rl * kvh + hk) * it.heads, run.sub(t, nt, hk, es), pf);
+        fn(t, (rl * kvh + hk) * it.heads, hk, run.sub(t, nt, hk, es), pf);
       }
   }
 }
