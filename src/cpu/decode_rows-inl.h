@@ -96,9 +96,12 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
   const auto* first = static_cast<const char*>(base);
   if (kvh == 1) {
     Prefetch pf;
-    const std::int64_t ahead = nrows * it.heads <= 2 ? kPrefetchBytesFewRows : kPrefetchBytes;
-    if (token_stride * es > row_bytes) pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count, next};
-    else pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, ahead / std::max<std::int64_t>(1, row_bytes)), run.count, next};
+    if (token_stride * es > row_bytes) {
+      pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count, next};
+    } else {
+      const std::int64_t ahead = packed_rows(it) <= 2 ? kPrefetchBytesFewRows : kPrefetchBytes;
+      pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, ahead / std::max<std::int64_t>(1, row_bytes)), run.count, next};
+    }
     for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, 0, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
     return;
   }
