@@ -66,37 +66,47 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
     for (int j = 0; j < NT; ++j) out[r * os + j] = kAdd ? out[r * os + j] + sums[j][r] : sums[j][r];
 }
 
-/// Raw dot products (with the rope part) of ROWS rows against the tokens of one run.
+/// Raw dot products (with the rope part) of ROWS rows against the tokens of one run, for each KV
+/// head of `hs` (the run's K rows, the query rows q, the scores out and the prefetches stepping
+/// from head to head): one call per block of the interleaved-head walk instead of one per head.
+/// In L2 on Zen 4, a D1-like walk over BSH rows took 0.94x the time per token and KV head on
+/// AVX2 (86 instead of 91.5 ticks; BNSD rows: 83) and 0.97x on AVX3 (84.5 instead of 87.5).
 template <class Src, int ROWS>
 void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const KvRun& run, float* out, std::int64_t os,
-              const Prefetch& pf) {
+              const Prefetch& pf, const HeadSteps& hs) {
+  for (std::int64_t hk = 0; hk < hs.count; ++hk) {
+    const float* qh = q + hk * hs.rows * kw;
+    float* oh = out + hk * hs.rows * os;
+    const Prefetch ph = hk == 0 ? pf : pf.shifted(hk * hs.prefetch_bytes);
 #ifdef FIA_DOTS4
-  for (std::int64_t t = 0; t < run.count; t += 4) {
-    for (std::int64_t j = 0; j < 4; ++j) pf.at(t + j);
-    dots4_store<Src, ROWS>(df, p, q, kw, run, t, std::min<std::int64_t>(4, run.count - t), out + t, os);
-  }
+    const KvRun rh = hk == 0 ? run : run.sub(0, run.count, hk, dtype_size(p.kv_dtype));
+    for (std::int64_t t = 0; t < rh.count; t += 4) {
+      for (std::int64_t j = 0; j < 4; ++j) ph.at(t + j);
+      dots4_store<Src, ROWS>(df, p, qh, kw, rh, t, std::min<std::int64_t>(4, rh.count - t), oh + t, os);
+    }
 #else
-  using T = typename Src::T;
-  const T* k = static_cast<const T*>(run.key);
-  const T* kr = static_cast<const T*>(run.key_rope);
-  auto tokens = [&](std::int64_t t, auto nt) {
-    constexpr int NT = decltype(nt)::value;
-    for (int j = 0; j < NT; ++j) pf.at(t + j);
-    dots<Src, ROWS, NT, false>(df, q, kw, k + t * run.key_stride, run.key_stride, p.qk_dim, out + t, os);
-    if (p.rope_dim > 0)
-      dots<Src, ROWS, NT, true>(df, q + p.qk_dim, kw, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, out + t, os);
-  };
-  // Three tokens at a time for 3-4 rows of float K (12 accumulators; the L2-resident D1 walk
-  // 0.94x the time in fp16, 0.96x in bf16). Two for one or two rows (MHA's walk took 1.035x with
-  // three: there the reductions weigh, not the latency) and for int8/int4 K converted in
-  // registers (D3's walk 1.14x, D5's 1.09x with three).
-  constexpr bool kThree = ROWS >= 3 && FloatRowSource<Src>;
-  constexpr int kStep = kThree ? 3 : 2;
-  std::int64_t t = 0;
-  for (; t + kStep <= run.count; t += kStep) tokens(t, std::integral_constant<int, kStep>());
-  if (run.count - t == 2) tokens(t, std::integral_constant<int, 2>());
-  if (run.count - t == 1) tokens(t, std::integral_constant<int, 1>());
+    using T = typename Src::T;
+    const T* k = static_cast<const T*>(run.key) + hk * run.key_head_stride;
+    const T* kr = run.key_rope ? static_cast<const T*>(run.key_rope) + hk * run.rope_head_stride : nullptr;
+    auto tokens = [&](std::int64_t t, auto nt) {
+      constexpr int NT = decltype(nt)::value;
+      for (int j = 0; j < NT; ++j) ph.at(t + j);
+      dots<Src, ROWS, NT, false>(df, qh, kw, k + t * run.key_stride, run.key_stride, p.qk_dim, oh + t, os);
+      if (p.rope_dim > 0)
+        dots<Src, ROWS, NT, true>(df, qh + p.qk_dim, kw, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, oh + t, os);
+    };
+    // Three tokens at a time for 3-4 rows of float K (12 accumulators; the L2-resident D1 walk
+    // 0.94x the time in fp16, 0.96x in bf16). Two for one or two rows (MHA's walk took 1.035x with
+    // three: there the reductions weigh, not the latency) and for int8/int4 K converted in
+    // registers (D3's walk 1.14x, D5's 1.09x with three).
+    constexpr bool kThree = ROWS >= 3 && FloatRowSource<Src>;
+    constexpr int kStep = kThree ? 3 : 2;
+    std::int64_t t = 0;
+    for (; t + kStep <= run.count; t += kStep) tokens(t, std::integral_constant<int, kStep>());
+    if (run.count - t == 2) tokens(t, std::integral_constant<int, 2>());
+    if (run.count - t == 1) tokens(t, std::integral_constant<int, 1>());
 #endif
+  }
 }
 
 /// Multiplies the item's rows over tokens [j0, j0 + count) (element (r, c) at x[r * row_stride + c])
@@ -174,8 +184,9 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
     float* tile_scores = sv.base + (c0 - it.col_begin);
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
       const NextRows next = next_rows(p, it, run, c0 + c, true);
-      for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim, next,
-                     [&](std::int64_t t, std::int64_t base_r, std::int64_t hk, const KvRun& sub, const Prefetch& prefetch) {
+      for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim, next, rows_in_place<Src>(p, true),
+                     [&](std::int64_t t, std::int64_t base_r, std::int64_t hk, const KvRun& sub, const Prefetch& prefetch,
+                         const HeadSteps& heads) {
                        const std::int64_t h = it.h + hk;
                        for_each_row_block<Src>(p, sub, true, it.b, h, c0 + c + t, prefetch,
                                                [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {
@@ -185,10 +196,10 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
                            float* out = tile_scores + (base_r + g0) * sv.row_stride + c + t + t0;
                            const Prefetch pf = g0 == 0 ? block_pf : Prefetch{};
                            switch (std::min<std::int64_t>(4, it.heads - g0)) {
-                             case 1: run_dots<Dot, 1>(df, p, q, kw, rows, out, sv.row_stride, pf); break;
-                             case 2: run_dots<Dot, 2>(df, p, q, kw, rows, out, sv.row_stride, pf); break;
-                             case 3: run_dots<Dot, 3>(df, p, q, kw, rows, out, sv.row_stride, pf); break;
-                             default: run_dots<Dot, 4>(df, p, q, kw, rows, out, sv.row_stride, pf); break;
+                             case 1: run_dots<Dot, 1>(df, p, q, kw, rows, out, sv.row_stride, pf, heads); break;
+                             case 2: run_dots<Dot, 2>(df, p, q, kw, rows, out, sv.row_stride, pf, heads); break;
+                             case 3: run_dots<Dot, 3>(df, p, q, kw, rows, out, sv.row_stride, pf, heads); break;
+                             default: run_dots<Dot, 4>(df, p, q, kw, rows, out, sv.row_stride, pf, heads); break;
                            }
                          }
                        });
@@ -293,11 +304,13 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
 #undef FIA_ACC_STORE
 }
 
-/// acc[r][:] += p[r][t] * V[t][:] over one run, for up to 4 rows: vector blocks of up to
-/// kBlockVectors (one pass over the tokens each; blocks of 3 first where kThreeVectors), then a
-/// scalar tail.
+/// acc[r][:] += p[r][t] * V[t][:] over one run, for up to 4 rows and each KV head of `hs` (the
+/// run's V rows, the P rows pr, the accumulators acc and the prefetches stepping from head to
+/// head, as in run_dots): vector blocks of up to kBlockVectors (one pass over the tokens each;
+/// blocks of 3 first where kThreeVectors), then a scalar tail.
 template <class Src, int ROWS>
-void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int64_t ps, float* acc, const Prefetch& pf) {
+void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, std::int64_t ps, float* acc_heads,
+            const Prefetch& pf, const HeadSteps& hs) {
   constexpr int kBlockVectors = kVectorRegisters >= 32 ? 4 : 2;  // 4 x 4 accumulators with 32 registers
   // With 16 registers, passes of 3 vectors first for float V (4 x 3 accumulators; a row of 128
   // goes 3, 3, 3, 3, 2, 2): each broadcast weight feeds 3 multiply-adds instead of 2. AVX2 (Zen 4):
@@ -306,55 +319,60 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr, std::int
   // registers (D3 1.04x, within the noise). The same accumulation order per element.
   constexpr bool kThreeVectors = kBlockVectors == 2 && FloatRowSource<Src>;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
-  const auto* v = static_cast<const typename Src::T*>(run.value);
   // Where a pass covers fewer than 64 floats (AVX2, NEON, SSE4), the run goes in blocks of
   // kPvBytes of V rows, every pass over a block before the next; the accumulation order stays the
   // same. Not f32 rows dequantized into the per-thread buffer: they are in L1 already.
   const std::int64_t row_bytes = vd * static_cast<std::int64_t>(sizeof(typename Src::T));
   const bool blocked = kBlockVectors * L < 64 && !std::is_same_v<Src, DequantF32Src>;
   const std::int64_t block = blocked ? std::max<std::int64_t>(1, kPvBytes / row_bytes) : run.count;
-  std::int64_t d0 = 0;
-  for (std::int64_t t0 = 0; t0 < run.count; t0 += block) {
-    KvRun part = run;
-    part.value = v + t0 * run.value_stride;
-    part.count = std::min(block, run.count - t0);
-    const float* pp = pr + t0;
-    const Prefetch pt = pf.from(t0);
-    // A block whose every token is weighted (no key masked: the common case) skips the per-token
-    // tests, and its prefetches go a share per pass: all at once (32 lines for D2) they filled the
-    // miss buffers, and the spread took 0.935x the time on D2 (Zen 4 capped at AVX2, faster in 16
-    // of 20 alternating pairs; D1, D4 unchanged).
-    const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
-                       weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
-    // Tokens prefetched: floor(part.count * e / vd) once a pass ends at column e (compared as
-    // products: a 64-bit division per pass took ~6 % of this function's samples on AVX2).
-    std::int64_t fetched = 0;
-    d0 = 0;
-    auto pass = [&](auto nv) {
-      constexpr int NV = decltype(nv)::value;
-      if (dense) {
-        for (const std::int64_t reach = part.count * (d0 + NV * L); (fetched + 1) * vd <= reach; ++fetched) pt.at(fetched);
-        run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, Prefetch{});
+  for (std::int64_t hk = 0; hk < hs.count; ++hk) {
+    const auto* v = static_cast<const typename Src::T*>(run.value) + hk * run.value_head_stride;
+    const float* pr = pr_heads + hk * hs.rows * ps;
+    float* acc = acc_heads + hk * hs.rows * vd;
+    const Prefetch ph = hk == 0 ? pf : pf.shifted(hk * hs.prefetch_bytes);
+    std::int64_t d0 = 0;
+    for (std::int64_t t0 = 0; t0 < run.count; t0 += block) {
+      KvRun part = run;
+      part.value = v + t0 * run.value_stride;
+      part.count = std::min(block, run.count - t0);
+      const float* pp = pr + t0;
+      const Prefetch pt = ph.from(t0);
+      // A block whose every token is weighted (no key masked: the common case) skips the per-token
+      // tests, and its prefetches go a share per pass: all at once (32 lines for D2) they filled the
+      // miss buffers, and the spread took 0.935x the time on D2 (Zen 4 capped at AVX2, faster in 16
+      // of 20 alternating pairs; D1, D4 unchanged).
+      const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
+                         weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
+      // Tokens prefetched: floor(part.count * e / vd) once a pass ends at column e (compared as
+      // products: a 64-bit division per pass took ~6 % of this function's samples on AVX2).
+      std::int64_t fetched = 0;
+      d0 = 0;
+      auto pass = [&](auto nv) {
+        constexpr int NV = decltype(nv)::value;
+        if (dense) {
+          for (const std::int64_t reach = part.count * (d0 + NV * L); (fetched + 1) * vd <= reach; ++fetched) pt.at(fetched);
+          run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, Prefetch{});
+        } else {
+          run_axpy<Src, ROWS, NV>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+        }
+        d0 += NV * L;
+      };
+      if constexpr (kThreeVectors)
+        for (std::int64_t left = (vd - d0) / L; left >= 3 && left != 4; left = (vd - d0) / L)
+          pass(std::integral_constant<int, 3>());
+      while (d0 + kBlockVectors * L <= vd) pass(std::integral_constant<int, kBlockVectors>());
+      if constexpr (BlockPairSource<Src>) {  // vd is a multiple of 2 vectors
+        while (d0 + 2 * L <= vd) pass(std::integral_constant<int, 2>());
       } else {
-        run_axpy<Src, ROWS, NV>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+        while (d0 + L <= vd) pass(std::integral_constant<int, 1>());
       }
-      d0 += NV * L;
-    };
-    if constexpr (kThreeVectors)
-      for (std::int64_t left = (vd - d0) / L; left >= 3 && left != 4; left = (vd - d0) / L)
-        pass(std::integral_constant<int, 3>());
-    while (d0 + kBlockVectors * L <= vd) pass(std::integral_constant<int, kBlockVectors>());
-    if constexpr (BlockPairSource<Src>) {  // vd is a multiple of 2 vectors
-      while (d0 + 2 * L <= vd) pass(std::integral_constant<int, 2>());
-    } else {
-      while (d0 + L <= vd) pass(std::integral_constant<int, 1>());
+      for (; dense && fetched < part.count; ++fetched) pt.at(fetched);
     }
-    for (; dense && fetched < part.count; ++fetched) pt.at(fetched);
+    for (std::int64_t d = d0; d < vd; ++d)
+      for (std::int64_t t = 0; t < run.count; ++t)
+        for (int r = 0; r < ROWS; ++r)
+          if (pr[r * ps + t] != 0.0f) acc[r * vd + d] += pr[r * ps + t] * Src::one(v + t * run.value_stride, d);
   }
-  for (std::int64_t d = d0; d < vd; ++d)
-    for (std::int64_t t = 0; t < run.count; ++t)
-      for (int r = 0; r < ROWS; ++r)
-        if (pr[r * ps + t] != 0.0f) acc[r * vd + d] += pr[r * ps + t] * Src::one(v + t * run.value_stride, d);
 }
 
 template <class Src>
@@ -379,8 +397,9 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
       if (antiquant) token_scale_rows<true>(df, p, p.value_antiquant, it, c0 + c, run.count, tile_p + c, sv.row_stride);
       const NextRows next = next_rows(p, it, run, c0 + c, false);
-      for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd, next,
-                     [&](std::int64_t t, std::int64_t base_r, std::int64_t hk, const KvRun& sub, const Prefetch& prefetch) {
+      for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd, next, rows_in_place<Src>(p, false),
+                     [&](std::int64_t t, std::int64_t base_r, std::int64_t hk, const KvRun& sub, const Prefetch& prefetch,
+                         const HeadSteps& heads) {
                        const std::int64_t h = it.h + hk;
                        for_each_row_block<Src>(p, sub, false, it.b, h, c0 + c + t, prefetch,
                                                [&](auto as, std::int64_t t0, const KvRun& rows, const Prefetch& block_pf) {
@@ -390,10 +409,10 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
                            float* a = acc + (base_r + g0) * vd;
                            const Prefetch pf = g0 == 0 ? block_pf : Prefetch{};
                            switch (std::min<std::int64_t>(4, it.heads - g0)) {
-                             case 1: run_pv<Dot, 1>(df, p, rows, pr, sv.row_stride, a, pf); break;
-                             case 2: run_pv<Dot, 2>(df, p, rows, pr, sv.row_stride, a, pf); break;
-                             case 3: run_pv<Dot, 3>(df, p, rows, pr, sv.row_stride, a, pf); break;
-                             default: run_pv<Dot, 4>(df, p, rows, pr, sv.row_stride, a, pf); break;
+                             case 1: run_pv<Dot, 1>(df, p, rows, pr, sv.row_stride, a, pf, heads); break;
+                             case 2: run_pv<Dot, 2>(df, p, rows, pr, sv.row_stride, a, pf, heads); break;
+                             case 3: run_pv<Dot, 3>(df, p, rows, pr, sv.row_stride, a, pf, heads); break;
+                             default: run_pv<Dot, 4>(df, p, rows, pr, sv.row_stride, a, pf, heads); break;
                            }
                          }
                        });

@@ -63,6 +63,23 @@ struct Prefetch {
   Prefetch from(std::int64_t t0) const {
     return bytes > 0 ? Prefetch{base + t0 * stride, stride, bytes, distance, limit - t0, next} : Prefetch{};
   }
+  /// The same prefetches `offset` bytes further on (the rows of another KV head).
+  Prefetch shifted(std::int64_t offset) const {
+    if (bytes == 0) return {};
+    Prefetch r = *this;
+    r.base += offset;
+    if (next.count > 0) r.next.first += offset;
+    return r;
+  }
+};
+
+/// The KV heads one decode kernel call walks (for_each_block): `count` heads from the call's
+/// first, each head's K/V rows one KV head stride of the run further on, its packed query rows
+/// `rows` further on, and the rows it prefetches `prefetch_bytes` further on.
+struct HeadSteps {
+  std::int64_t count = 1;
+  std::int64_t rows = 0;
+  std::int64_t prefetch_bytes = 0;
 };
 
 /// The rows of item `it` after `run` (a run of K when `keys`, else of V, from logical column j) as
@@ -81,15 +98,17 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
   return {static_cast<const char*>(keys ? n.key : n.value), std::min(n.count, it.col_end - next)};
 }
 
-/// Calls fn(first token, first packed row, KV head within the item, sub-run, prefetch) for every
-/// (query row, KV head) of a narrow item over one run. Single-head items take the run whole,
+/// Calls fn(first token, first packed row, KV head within the item, sub-run, prefetch, heads) for
+/// every (query row, KV head) of a narrow item over one run. Single-head items take the run whole,
 /// prefetching their rows ahead; items spanning several KV heads go block by block of
 /// kTokenBlock tokens, all heads of a block before the next, each head's pass prefetching its
-/// rows of the next block. The prefetches run on into the rows of `next` (next_rows).
+/// rows of the next block. With `all_heads` one call covers every KV head of a block (`heads`
+/// says how to step from one to the next; the caller reads the rows in place), otherwise each
+/// call covers one. The prefetches run on into the rows of `next` (next_rows).
 template <class Fn>
 HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
                                std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems,
-                               const NextRows& next, Fn fn) {
+                               const NextRows& next, bool all_heads, Fn fn) {
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
   const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
   const std::int64_t row_bytes = kv_row_bytes(p, row_elems);
@@ -102,19 +121,21 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
       const std::int64_t ahead = packed_rows(it) <= 2 ? kPrefetchBytesFewRows : kPrefetchBytes;
       pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, ahead / std::max<std::int64_t>(1, row_bytes)), run.count, next};
     }
-    for (std::int64_t rl = 0; rl < nrows; ++rl) fn(0, rl * it.heads, 0, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{});
+    for (std::int64_t rl = 0; rl < nrows; ++rl)
+      fn(0, rl * it.heads, 0, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{}, HeadSteps{});
     return;
   }
+  const HeadSteps steps = all_heads ? HeadSteps{kvh, it.heads, head_stride * es} : HeadSteps{};
   for (std::int64_t t = 0; t < run.count; t += kTokenBlock) {
     const std::int64_t nt = std::min(kTokenBlock, run.count - t);
     for (std::int64_t rl = 0; rl < nrows; ++rl)
-      for (std::int64_t hk = 0; hk < kvh; ++hk) {
+      for (std::int64_t hk = 0; hk < kvh; hk += steps.count) {
         Prefetch pf;
         if (rl == 0) {
           const NextRows head_next{next.count > 0 ? next.first + hk * head_stride * es : nullptr, next.count};
           pf = {first + (t * token_stride + hk * head_stride) * es, token_stride * es, row_bytes, kTokenBlock, run.count - t, head_next};
         }
-        fn(t, (rl * kvh + hk) * it.heads, hk, run.sub(t, nt, hk, es), pf);
+        fn(t, (rl * kvh + hk) * it.heads, hk, run.sub(t, nt, hk, es), pf, steps);
       }
   }
 }
@@ -157,6 +178,14 @@ HWY_INLINE bool int4_in_lane_order(const Problem& p, bool keys) {
 #endif
 }
 
+/// True when for_each_row_block hands the decode products the run itself (K rows when `keys`,
+/// else V rows): float rows, int8 rows without offsets, int4 rows in lane order.
+template <class Src>
+HWY_INLINE bool rows_in_place(const Problem& p, bool keys) {
+  if constexpr (std::is_same_v<Src, I4Src>) return int4_in_lane_order(p, keys);
+  return !has_offsets(p, keys);
+}
+
 /// Calls fn(As<Dot>(), t0, rows, prefetch) over `sub` (the token rows of K when `keys`, else V, of
 /// batch b, KV head h, logical columns from j) as the decode products read it:
 ///   - float rows and int8 rows without offsets: the run itself, in place;
@@ -171,21 +200,16 @@ HWY_INLINE bool int4_in_lane_order(const Problem& p, bool keys) {
 template <class Src, class Fn>
 HWY_INLINE void for_each_row_block(const Problem& p, const KvRun& sub, bool keys, std::int64_t b, std::int64_t h,
                                    std::int64_t j, const Prefetch& pf, Fn fn) {
-  constexpr bool kInt = std::is_same_v<Src, I8Src> || std::is_same_v<Src, I4Src>;
-  const bool offsets = kInt && has_offsets(p, keys);
+  if (rows_in_place<Src>(p, keys)) {
 #ifdef FIA_INT4_LANES
-  if constexpr (std::is_same_v<Src, I4Src>)
-    if (int4_in_lane_order(p, keys)) {
-      fn(As<I4LanesSrc>(), 0, sub, pf);
-      return;
-    }
+    if constexpr (std::is_same_v<Src, I4Src>) fn(As<I4LanesSrc>(), 0, sub, pf);
 #endif
-  if (!offsets && !std::is_same_v<Src, I4Src>) {
-    fn(As<Src>(), 0, sub, pf);
+    if constexpr (!std::is_same_v<Src, I4Src>) fn(As<Src>(), 0, sub, pf);
     return;
   }
-  if constexpr (kInt) {
+  if constexpr (std::is_same_v<Src, I8Src> || std::is_same_v<Src, I4Src>) {
     using T = typename Src::T;
+    const bool offsets = has_offsets(p, keys);
     static thread_local std::vector<float> buffer;  // f32 rows, or int8 rows in its bytes
     const std::int64_t dim = keys ? p.qk_dim : p.v_dim;
     const std::int64_t block = std::clamp<std::int64_t>(kUnpackBytes / dim, 1, 64);

@@ -192,6 +192,39 @@ TEST_P(AntiquantPerIsa, LengthsAroundEveryBoundary) {
   }
 }
 
+// int8 and int4 K/V in the interleaved-head decode walk (BSH, BSND): rows read in place (int8
+// without offsets, int4 in lane order on AVX-512) take one kernel call per block for every KV
+// head, the others a call per head over their unpacked or dequantized rows; 2, 3 and 5 KV heads,
+// 4 and 8 query heads per KV head, runs around the 8-token block, contiguous and paged.
+TEST_P(AntiquantPerIsa, InterleavedHeadsInPlaceAndUnpacked) {
+  int i = 0;
+  for (std::int64_t kv_heads : {2, 3, 5})
+    for (std::int64_t kv : {7, 9, 17, 40})
+      for (KvQuant format : {KvQuant::kInt8, KvQuant::kInt4}) {
+        CallSpec s;
+        s.layout = i % 2 ? "BSND" : "BSH";
+        s.dtype = i % 3 ? DType::F16 : DType::BF16;
+        s.batch = 2;
+        s.num_heads = kv_heads * (i % 4 == 1 ? 8 : 4);
+        s.num_kv_heads = kv_heads;
+        s.kv_seq = kv;
+        s.act_kv = std::vector<std::int64_t>{kv, std::max<std::int64_t>(1, kv - 3)};
+        s.qk_dim = 64;
+        s.lse = true;
+        if (i % 3 == 1) {
+          s.storage = KvStorage::kPaged;
+          s.block_size = 16;
+        }
+        const std::vector<Kind> kinds = antiquant_kinds(s);
+        const Kind kind = kinds[static_cast<std::size_t>(i) % kinds.size()];
+        set_antiquant(s, format, kind, static_cast<std::uint64_t>(i));
+        s.quant.offsets = i % 4 >= 2;
+        SCOPED_TRACE(antiquant_kind_name(kind));
+        expect_matches_reference(s, static_cast<std::uint64_t>(8000 + i), GetParam());
+        ++i;
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compiled, AntiquantPerIsa, ::testing::ValuesIn(detail::available_isas()),
                          [](const auto& info) { return info.param; });
 

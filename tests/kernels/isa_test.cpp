@@ -77,6 +77,37 @@ TEST_P(PerIsa, DecodeRunsOfEveryLengthAgainstThreeAndFourRows) {
     }
 }
 
+// Decode items spanning several KV heads of interleaved rows (BSH, BSND; contiguous and paged)
+// walk blocks of 8 tokens, one kernel call covering every KV head of a block
+// (cpu/decode_rows-inl.h): 2, 3 and 5 KV heads (items of fewer heads than the call's), 1 to 8
+// query heads per KV head (past the 4 rows one product covers), runs around the 8-token block,
+// one and two query rows, a rope part, a head dim with a scalar tail.
+TEST_P(PerIsa, InterleavedHeadsOneCallPerBlock) {
+  int i = 0;
+  for (std::int64_t kv_heads : {2, 3, 5})
+    for (std::int64_t group : {1, 2, 4, 5, 8})
+      for (std::int64_t kv : {7, 8, 9, 17, 40}) {
+        CallSpec s;
+        s.layout = i % 2 ? "BSND" : "BSH";
+        s.dtype = i % 3 ? DType::F16 : DType::BF16;
+        s.batch = 2;
+        s.num_heads = kv_heads * group;
+        s.num_kv_heads = kv_heads;
+        s.q_seq = i % 4 == 3 ? 2 : 1;
+        s.kv_seq = kv;
+        s.act_kv = std::vector<std::int64_t>{kv, std::max<std::int64_t>(1, kv - 3)};
+        s.qk_dim = i % 5 == 4 ? 100 : 64;
+        s.rope_dim = i % 7 == 3 ? 16 : 0;
+        s.lse = true;
+        if (i % 3 == 1) {
+          s.storage = KvStorage::kPaged;
+          s.block_size = 16;
+        }
+        check(s, static_cast<std::uint64_t>(7000 + i));
+        ++i;
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compiled, PerIsa, ::testing::ValuesIn(detail::available_isas()),
                          [](const auto& info) { return info.param; });
 
