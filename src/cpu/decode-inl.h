@@ -77,7 +77,7 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
   for (std::int64_t hk = 0; hk < hs.count; ++hk) {
     const float* qh = q + hk * hs.rows * kw;
     float* oh = out + hk * hs.rows * os;
-    const Prefetch ph = hk == 0 ? pf : pf.shifted(hk * hs.prefetch_bytes);
+    const Prefetch ph = hs.for_head(pf, hk);
 #ifdef FIA_DOTS4
     const KvRun rh = hk == 0 ? run : run.sub(0, run.count, hk, dtype_size(p.kv_dtype));
     for (std::int64_t t = 0; t < rh.count; t += 4) {
@@ -329,7 +329,7 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
     const auto* v = static_cast<const typename Src::T*>(run.value) + hk * run.value_head_stride;
     const float* pr = pr_heads + hk * hs.rows * ps;
     float* acc = acc_heads + hk * hs.rows * vd;
-    const Prefetch ph = hk == 0 ? pf : pf.shifted(hk * hs.prefetch_bytes);
+    const Prefetch ph = hs.for_head(pf, hk);
     std::int64_t d0 = 0;
     for (std::int64_t t0 = 0; t0 < run.count; t0 += block) {
       KvRun part = run;
