@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "bench/machine_limits.hpp"
+#include "cpu/full_quant.hpp"
+#include "cpu/full_quant_products-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace fia::bench::HWY_NAMESPACE {
@@ -74,6 +76,62 @@ double FmaChains(std::int64_t iters, float seed, float* sink) {
   return 2.0 * 10.0 * static_cast<double>(hn::Lanes(d)) * static_cast<double>(iters);
 }
 
+/// Ten independent chains of `iters` integer multiply-adds as the int8 full-quant kernels do them
+/// (cpu/full_quant_products-inl.h): byte quads (u8 x s8: vpdpbusd, usdot) where the kernels take
+/// them on this CPU, else 16-bit pairs. Returns the int8 operations done (2 per multiply-add).
+#if HWY_TARGET == HWY_SCALAR
+double IntDotChains(std::int64_t iters, std::int32_t seed, std::int32_t* sink) {
+  std::uint32_t a[10];  // wrapping, as the vector lanes do
+  for (int k = 0; k < 10; ++k) a[k] = static_cast<std::uint32_t>(seed + k);
+  for (std::int64_t i = 0; i < iters; ++i)
+    for (int k = 0; k < 10; ++k)  // a pair of 16-bit products of the accumulator's halves
+      a[k] += static_cast<std::uint32_t>(static_cast<std::int16_t>(a[k] & 0xFFFF) * 3 +
+                                         static_cast<std::int16_t>(a[k] >> 16) * 5);
+  std::uint32_t s = 0;
+  for (int k = 0; k < 10; ++k) s += a[k];
+  *sink = static_cast<std::int32_t>(s);
+  return 2.0 * 2.0 * 10.0 * static_cast<double>(iters);
+}
+#else
+template <int G>
+double IntDotChainsOf(std::int64_t iters, std::int32_t seed, std::int32_t* sink) {
+  namespace fq = fia::detail::HWY_NAMESPACE;
+  const fq::DI di;
+  const auto s = hn::Set(di, 0x01010101);
+  auto a0 = hn::Set(di, seed), a1 = hn::Add(a0, s), a2 = hn::Add(a1, s), a3 = hn::Add(a2, s), a4 = hn::Add(a3, s);
+  auto a5 = hn::Add(a4, s), a6 = hn::Add(a5, s), a7 = hn::Add(a6, s), a8 = hn::Add(a7, s), a9 = hn::Add(a8, s);
+  auto b0 = hn::Zero(di), b1 = b0, b2 = b0, b3 = b0, b4 = b0, b5 = b0, b6 = b0, b7 = b0, b8 = b0, b9 = b0;
+  for (std::int64_t i = 0; i < iters; ++i) {
+    // Each chain multiplies its own accumulator: no product the compiler may share between chains
+    // or hoist out of the loop.
+    a0 = fq::dot<G>(di, a0, a0, s, b0);
+    a1 = fq::dot<G>(di, a1, a1, s, b1);
+    a2 = fq::dot<G>(di, a2, a2, s, b2);
+    a3 = fq::dot<G>(di, a3, a3, s, b3);
+    a4 = fq::dot<G>(di, a4, a4, s, b4);
+    a5 = fq::dot<G>(di, a5, a5, s, b5);
+    a6 = fq::dot<G>(di, a6, a6, s, b6);
+    a7 = fq::dot<G>(di, a7, a7, s, b7);
+    a8 = fq::dot<G>(di, a8, a8, s, b8);
+    a9 = fq::dot<G>(di, a9, a9, s, b9);
+  }
+  const auto a = hn::Add(hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7))),
+                         hn::Add(a8, a9));
+  const auto b = hn::Add(hn::Add(hn::Add(hn::Add(b0, b1), hn::Add(b2, b3)), hn::Add(hn::Add(b4, b5), hn::Add(b6, b7))),
+                         hn::Add(b8, b9));
+  *sink = hn::GetLane(hn::Add(a, b));
+  return 2.0 * G * 10.0 * static_cast<double>(hn::Lanes(di)) * static_cast<double>(iters);
+}
+
+double IntDotChains(std::int64_t iters, std::int32_t seed, std::int32_t* sink) {
+#if FIA_FULL_QUANT_QUADS
+  static const bool byte_dots = detail::cpu_has_byte_dots(HWY_TARGET != HWY_AVX2);
+  if (byte_dots && detail::byte_quads_allowed()) return IntDotChainsOf<4>(iters, seed, sink);
+#endif
+  return IntDotChainsOf<2>(iters, seed, sink);
+}
+#endif
+
 }  // namespace fia::bench::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -82,6 +140,7 @@ namespace fia::bench {
 
 HWY_EXPORT(SumFloats);
 HWY_EXPORT(FmaChains);
+HWY_EXPORT(IntDotChains);
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -164,19 +223,36 @@ double BandwidthProbe::round() {
   return static_cast<double>(b.slice * static_cast<std::size_t>(b.threads) * sizeof(float)) / s;
 }
 
-double fma_peak_round(int threads) {
+namespace {
+
+/// One round of `chains(iters, worker, &sink)` on `threads` workers at once: the operations all
+/// of them did per second.
+template <class Sink, class Chains>
+double peak_round(int threads, Chains chains) {
   constexpr std::int64_t kIters = 20'000'000;
   const int n = std::max(threads, 1);
-  std::vector<float> sinks(static_cast<std::size_t>(n));
-  std::vector<double> flops(static_cast<std::size_t>(n));
-  const double s = timed_on_threads(n, [&](int t) {
-    flops[t] = HWY_DYNAMIC_DISPATCH(FmaChains)(kIters, 1.0f + static_cast<float>(t), &sinks[t]);
-  });
-  volatile float keep = sinks[0];
+  std::vector<Sink> sinks(static_cast<std::size_t>(n));
+  std::vector<double> ops(static_cast<std::size_t>(n));
+  const double s = timed_on_threads(n, [&](int t) { ops[t] = chains(kIters, t, &sinks[t]); });
+  volatile Sink keep = sinks[0];
   (void)keep;
   double total = 0.0;
-  for (double f : flops) total += f;
+  for (double o : ops) total += o;
   return total / s;
+}
+
+}  // namespace
+
+double fma_peak_round(int threads) {
+  return peak_round<float>(threads, [](std::int64_t iters, int t, float* sink) {
+    return HWY_DYNAMIC_DISPATCH(FmaChains)(iters, 1.0f + static_cast<float>(t), sink);
+  });
+}
+
+double int8_peak_round(int threads) {
+  return peak_round<std::int32_t>(threads, [](std::int64_t iters, int t, std::int32_t* sink) {
+    return HWY_DYNAMIC_DISPATCH(IntDotChains)(iters, t, sink);
+  });
 }
 
 }  // namespace fia::bench

@@ -35,6 +35,13 @@ class BandwidthProbe {
 /// about 35 ms.
 double fma_peak_round(int threads);
 
+/// One round of the int8 multiply-add peak in operations/s (2 per multiply-add): `threads` workers
+/// running independent register-resident chains of the int8 full-quant kernels' integer products
+/// on the kernels' instruction set (byte-quad dot products where the kernels use them, else 16-bit
+/// pairs), about as long as fma_peak_round. Int8 full-quant workloads are judged against it: their
+/// products are not fp32 multiply-adds, and with VNNI one instruction does 4x as many.
+double int8_peak_round(int threads);
+
 /// Bytes of the last-level cache (Linux: sysfs, then sysconf; macOS: sysctl hw.l3cachesize, else
 /// at least 32 MiB from hw.l2cachesize; else 32 MiB).
 long last_level_cache_bytes();

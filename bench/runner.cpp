@@ -23,6 +23,7 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
   m.repeat = repeat;
   m.bytes_per_call = w.bytes_per_call;
   m.flops_per_call = w.flops_per_call;
+  m.int8_products = w.int8_products;
   auto fail = [&m](const Status& s) {
     m.error = s.to_string();
     m.skipped = s.code == StatusCode::kUnsupported;
@@ -52,14 +53,15 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
   }
   std::vector<double> times;
   std::vector<double>& bandwidth = m.bandwidth_rounds;
-  std::vector<double>& peak = m.peak_rounds;
+  const std::function<double()>& compute_probe = w.int8_products ? probes.int8_peak : probes.fma_peak;
+  std::vector<double>& compute = w.int8_products ? m.int8_rounds : m.peak_rounds;
   int rounds = 0;
   // A round leaves the caches holding the probe's buffer; a decode call is short enough for that
   // to show, so an untimed call on the copy just used (its next call's KV is cold regardless)
   // brings back the workspace and the query first.
   auto probe_round = [&](std::size_t copy) {
     if (probes.read_bandwidth) bandwidth.push_back(probes.read_bandwidth());
-    if (probes.fma_peak) peak.push_back(probes.fma_peak());
+    if (compute_probe) compute.push_back(compute_probe());
     ++rounds;
     return w.decode ? call(w.copies[copy % w.copies.size()]->args) : Status{};
   };
@@ -78,8 +80,9 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
       return fail(st);
   }
   m.read_bandwidth = summarize(bandwidth);
-  m.fma_peak = summarize(peak);
-  const MachineLimits limits{m.read_bandwidth.median, m.fma_peak.median};
+  m.fma_peak = summarize(m.peak_rounds);
+  m.int8_peak = summarize(m.int8_rounds);
+  const MachineLimits limits{m.read_bandwidth.median, (w.int8_products ? m.int8_peak : m.fma_peak).median};
   std::sort(times.begin(), times.end());
   m.median_s = times[times.size() / 2];
   m.min_s = times.front();

@@ -12,21 +12,24 @@ namespace fia::bench {
 
 struct MachineLimits {
   double read_bandwidth = 0.0;  ///< bytes / s
-  double fma_peak = 0.0;        ///< FLOP / s
+  double fma_peak = 0.0;        ///< FLOP / s (int8 operations / s for int8 products)
 };
 
 /// The roofline time of a call: max(bytes / read bandwidth, FLOPs / FMA peak) in seconds (one
 /// rule for decode and prefill); `memory_bound` tells which term is the larger. 0 without limits.
 double roofline_seconds(double bytes, double flops, const MachineLimits& limits, bool* memory_bound);
 
-/// One round of each machine probe (bytes / s and FLOP / s; an empty function is not probed),
-/// taken between a workload's calls: `rounds` of each per workload, the first before its first
-/// timed call and the others spread evenly after its calls. A shared machine's bandwidth and
-/// FMA rate drift by more than 1.5x within a run, so each workload is judged against the medians
-/// of the rounds taken while it ran rather than against one probe at the start.
+/// One round of each machine probe (bytes / s, FLOP / s, int8 operations / s; an empty function
+/// is not probed), taken between a workload's calls: `rounds` of each per workload, the first
+/// before its first timed call and the others spread evenly after its calls. A shared machine's
+/// bandwidth and FMA rate drift by more than 1.5x within a run, so each workload is judged against
+/// the medians of the rounds taken while it ran rather than against one probe at the start.
+/// Workloads of int8 products (Workload::int8_products) take `int8_peak` rounds instead of
+/// `fma_peak` ones.
 struct LimitProbes {
   std::function<double()> read_bandwidth, fma_peak;
   int rounds = 6;
+  std::function<double()> int8_peak;
 };
 
 struct Measurement {
@@ -38,8 +41,9 @@ struct Measurement {
   double bytes_per_call = 0.0;  ///< Workload::bytes_per_call (0: unknown, the call was rejected)
   double flops_per_call = 0.0;  ///< Workload::flops_per_call
   double rate = 0.0;        ///< decode: bytes_per_call / median_s; prefill: FLOP / s
-  std::vector<double> bandwidth_rounds, peak_rounds;  ///< the rounds taken between the calls
-  Probe read_bandwidth, fma_peak;                     ///< their summaries (bytes / s, FLOP / s)
+  bool int8_products = false;  ///< Workload::int8_products: judged against int8_peak, not fma_peak
+  std::vector<double> bandwidth_rounds, peak_rounds, int8_rounds;  ///< the rounds taken between the calls
+  Probe read_bandwidth, fma_peak, int8_peak;  ///< their summaries (bytes / s, FLOP / s, int8 ops / s)
   double roofline_s = 0.0;  ///< roofline_seconds of the call against the probes' medians
   bool memory_bound = false;
   double fraction = 0.0;    ///< roofline_s / median_s: the fraction of the roofline reached

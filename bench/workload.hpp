@@ -36,6 +36,9 @@ struct Workload {
   std::string error;            ///< set when the workload cannot be built or run
   bool unsupported = false;     ///< the library rejects the call as not supported yet (kUnsupported)
   bool values_are_keys = false; ///< decode MLA (V := K): `value` is ignored, not read or rotated
+  /// int8 full quantization (FIA-SPEC 13.1): integer products, judged against the int8
+  /// multiply-add peak instead of the fp32 one
+  bool int8_products = false;
 };
 
 /// Reads a shapes file (see ../shared/bench/shapes.json: name, what, params, tensors). Entries

@@ -314,6 +314,49 @@ TEST(BenchRoofline, EachShapeIsJudgedAgainstProbeRoundsTakenBetweenItsCalls) {
   EXPECT_EQ(u.roofline_s, 0.0);
 }
 
+// Int8 full quantization (P4) multiplies integers: it is judged against the int8 multiply-add
+// peak, whose rounds it takes instead of the fp32 FMA peak's; float workloads keep the FMA peak.
+TEST(BenchRoofline, Int8ProductsAreJudgedAgainstTheInt8Peak) {
+  nlohmann::json file = read_json(kShapes);
+  nlohmann::json small;
+  for (const auto& e : file["shapes"])
+    if (e["name"] == "P4") small = e;
+  ASSERT_FALSE(small.is_null());
+  small["name"] = "P4-small";  // 64 tokens, 4 query heads over one KV head
+  small["params"]["num_heads"] = 4;
+  small["params"]["num_key_value_heads"] = 1;
+  small["tensors"]["query"][1] = {1, 64, 4, 128};
+  small["tensors"]["key"][1] = {1, 64, 1, 128};
+  small["tensors"]["value"][1] = {1, 64, 1, 128};
+  small["tensors"]["atten_mask"][1] = {2048, 2048};
+  const std::string path = testing::TempDir() + "int8_shapes.json";
+  std::ofstream(path) << nlohmann::json{{"shapes", {small}}}.dump();
+  auto loaded = bench::load_shapes(path, {});
+  std::filesystem::remove(path);
+  ASSERT_EQ(loaded.size(), 1u);
+  bench::Workload& w = loaded[0];
+  ASSERT_TRUE(w.error.empty()) << w.error;
+  EXPECT_TRUE(w.int8_products);
+  EXPECT_FALSE(shape("P1").int8_products);
+  EXPECT_FALSE(shape("D3").int8_products);  // int8 KV dequantized to float products (antiquant)
+
+  int fma_rounds = 0, int8_rounds = 0;
+  bench::LimitProbes probes{[] { return 1e15; }, [&] { ++fma_rounds; return 1e9; }, 3,
+                            [&] { ++int8_rounds; return 4e9; }};
+  Options opt;
+  opt.threads = 1;
+  opt.backend = Backend::kCpu;
+  const bench::Measurement m = bench::measure(w, opt, 2, probes, nullptr);
+  ASSERT_TRUE(m.error.empty()) << m.error;
+  EXPECT_TRUE(m.int8_products);
+  EXPECT_EQ(fma_rounds, 0);
+  EXPECT_EQ(int8_rounds, 3);
+  EXPECT_EQ(m.int8_peak.median, 4e9);
+  EXPECT_EQ(m.fma_peak.rounds, 0);
+  EXPECT_FALSE(m.memory_bound);
+  EXPECT_DOUBLE_EQ(m.roofline_s, w.flops_per_call / 4e9);
+}
+
 }  // namespace
 }  // namespace fia::test
 

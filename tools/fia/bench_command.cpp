@@ -77,14 +77,15 @@ int bench_command(const BenchArgs& in) {
   std::fprintf(stderr, "paging in the read-bandwidth probe's buffer ...\r");
   bench::BandwidthProbe bandwidth_probe(threads);
   const bench::LimitProbes probes{[&] { return bandwidth_probe.round(); },
-                                  [&] { return bench::fma_peak_round(threads); }};
+                                  [&] { return bench::fma_peak_round(threads); }, 6,
+                                  [&] { return bench::int8_peak_round(threads); }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
   std::printf("fia bench: %d thread%s, kernels %s; each shape against the medians of %d probe rounds taken "
               "between its calls\n",
               threads, threads == 1 ? "" : "s", detail::kernel_isa(), probes.rounds);
   std::printf("%-6s %10s %11s %9s %10s %9s %7s %6s %8s  %s\n", "shape", "median ms", "roofline ms", "of it", "MB read",
               "GFLOP", "bound", "GB/s", "GFLOP/s", "what");
-  std::vector<double> all_bandwidth, all_peak;  // every round of the run, for its summary
+  std::vector<double> all_bandwidth, all_peak, all_int8;  // every round of the run, for its summary
 
   Options opt;
   opt.threads = threads;
@@ -110,16 +111,22 @@ int bench_command(const BenchArgs& in) {
       r[m.skipped ? "skipped" : "error"] = m.error;
       if (!m.skipped) ++failures;
     } else {
-      // Above 1 the probe or the cold rotation is wrong, not the kernel fast: say so.
+      // Above 1 the probe or the cold rotation is wrong, not the kernel fast: say so. Int8 products
+      // are judged against the int8 peak ("int8" bound, GOP/s in the peak column).
+      const bench::Probe& peak = m.int8_products ? m.int8_peak : m.fma_peak;
       std::printf("%-6s %10.3f %11.3f %8.0f%% %10s %9.2f %7s %6.1f %8.1f  %s%s\n", m.name.c_str(), m.median_s * 1e3,
                   m.roofline_s * 1e3, 100.0 * m.fraction, bytes_text(m.bytes_per_call).c_str(), m.flops_per_call / 1e9,
-                  m.memory_bound ? "memory" : "compute", m.read_bandwidth.median / 1e9, m.fma_peak.median / 1e9,
-                  m.what.c_str(), m.fraction > 1.0 ? " (above the roofline: check the probes and the cold rotation)" : "");
+                  m.memory_bound ? "memory" : m.int8_products ? "int8" : "compute", m.read_bandwidth.median / 1e9,
+                  peak.median / 1e9, m.what.c_str(),
+                  m.fraction > 1.0 ? " (above the roofline: check the probes and the cold rotation)" : "");
       all_bandwidth.insert(all_bandwidth.end(), m.bandwidth_rounds.begin(), m.bandwidth_rounds.end());
       all_peak.insert(all_peak.end(), m.peak_rounds.begin(), m.peak_rounds.end());
+      all_int8.insert(all_int8.end(), m.int8_rounds.begin(), m.int8_rounds.end());
       r.update({{"kind", m.decode ? "decode" : "prefill"}, {"repeat", m.repeat}, {"median_s", m.median_s}, {"min_s", m.min_s},
                 {"flops_per_call", m.flops_per_call}, {"roofline_s", m.roofline_s},
-                {"read_bandwidth_GBps", probe_json(m.read_bandwidth)}, {"fma_peak_GFLOPs", probe_json(m.fma_peak)},
+                {"read_bandwidth_GBps", probe_json(m.read_bandwidth)},
+                {m.int8_products ? "int8_peak_GOPs" : "fma_peak_GFLOPs", probe_json(peak)},
+                {"products", m.int8_products ? "int8" : "fp32"},
                 {"bound", m.memory_bound ? "memory" : "compute"}, {"fraction_of_roofline", m.fraction},
                 {"GBps", m.bytes_per_call / m.median_s / 1e9}, {"GFLOPs", m.flops_per_call / m.median_s / 1e9},
                 {"copies", w.copies.size()}});
@@ -128,14 +135,17 @@ int bench_command(const BenchArgs& in) {
     std::fflush(stdout);
   }
   const bench::Probe bandwidth = bench::summarize(all_bandwidth), peak = bench::summarize(all_peak);
-  std::printf("probes over the run: read bandwidth %s, fp32 FMA peak %s (medians)\n",
-              probe_text(bandwidth, "GB/s").c_str(), probe_text(peak, "GFLOP/s").c_str());
+  const bench::Probe int8 = bench::summarize(all_int8);
+  std::printf("probes over the run: read bandwidth %s, fp32 FMA peak %s%s (medians)\n",
+              probe_text(bandwidth, "GB/s").c_str(), probe_text(peak, "GFLOP/s").c_str(),
+              int8.rounds > 0 ? (", int8 multiply-add peak " + probe_text(int8, "GOP/s")).c_str() : "");
   if (!args.json.empty()) {
     nlohmann::json doc = {{"threads", threads},
                           {"isa", detail::kernel_isa()},
                           {"read_bandwidth_GBps", probe_json(bandwidth)},
                           {"fma_peak_GFLOPs", probe_json(peak)},
                           {"results", results}};
+    if (int8.rounds > 0) doc["int8_peak_GOPs"] = probe_json(int8);
     std::ofstream f(args.json);
     f << doc.dump(2) << "\n";
     if (!f) {
