@@ -292,7 +292,7 @@ TEST(BenchRoofline, EachShapeIsJudgedAgainstProbeRoundsTakenBetweenItsCalls) {
                               order += 'p';
                               return next += 10e9;  // 10, 20, ... GB/s: the median is the 4th of 6
                             },
-                            [] { return 1e18; }, 6};
+                            [] { return 1e18; }, 6, nullptr};
   Options opt;
   opt.threads = 1;
   opt.backend = Backend::kCpu;
