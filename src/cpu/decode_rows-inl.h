@@ -117,9 +117,9 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
 /// address order, kTokenBlock pieces each; otherwise each head's pass prefetches its own rows of
 /// the next block, 2 KiB apart in D2. The sweep took 0.956x the time on D2 (Zen 4 capped at
 /// AVX2, faster in 8 of 10 pairs alternating with the build before) and 0.941x on AVX3 (7 of 10).
-/// With `all_heads` one call covers every KV head of a block
-/// (`heads` says how to step from one to the next; the caller reads the rows in place), otherwise
-/// each call covers one. The prefetches run on into the rows of `next` (next_rows).
+/// With `all_heads` one call covers every KV head of a block (`heads` says how to step from one
+/// to the next; the caller reads the rows in place), otherwise each call covers one. The
+/// prefetches run on into the rows of `next` (next_rows).
 template <class Fn>
 HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
                                std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems,
