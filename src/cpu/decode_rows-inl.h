@@ -115,8 +115,9 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
 /// next block. Where the item's heads fill the token rows (every KV head of BSH/BSND rows), the
 /// next block's bytes are one contiguous sequence of row-sized pieces and the passes sweep it in
 /// address order, kTokenBlock pieces each; otherwise each head's pass prefetches its own rows of
-/// the next block, 2 KiB apart in D2. The sweep took 0.956x the time on D2 (Zen 4 capped at
-/// AVX2, faster in 8 of 10 pairs alternating with the build before) and 0.941x on AVX3 (7 of 10).
+/// the next block, 2 KiB apart in D2. D2 with the sweep, in three sets of pairs alternating
+/// with the build before (Zen 4): AVX2 0.956x, 1.000x and 0.963x the time (faster in 20 of 32
+/// pairs), AVX3 0.941x, 1.026x and 0.991x (16 of 32): a small gain on AVX2, none on AVX3.
 /// With `all_heads` one call covers every KV head of a block (`heads` says how to step from one
 /// to the next; the caller reads the rows in place), otherwise each call covers one. The
 /// prefetches run on into the rows of `next` (next_rows).
