@@ -82,7 +82,7 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
   m.read_bandwidth = summarize(bandwidth);
   m.fma_peak = summarize(m.peak_rounds);
   m.int8_peak = summarize(m.int8_rounds);
-  const MachineLimits limits{m.read_bandwidth.median, (w.int8_products ? m.int8_peak : m.fma_peak).median};
+  const MachineLimits limits{m.read_bandwidth.median, m.compute_peak().median};
   std::sort(times.begin(), times.end());
   m.median_s = times[times.size() / 2];
   m.min_s = times.front();

@@ -44,6 +44,8 @@ struct Measurement {
   bool int8_products = false;  ///< Workload::int8_products: judged against int8_peak, not fma_peak
   std::vector<double> bandwidth_rounds, peak_rounds, int8_rounds;  ///< the rounds taken between the calls
   Probe read_bandwidth, fma_peak, int8_peak;  ///< their summaries (bytes / s, FLOP / s, int8 ops / s)
+  /// The compute peak the workload is judged against: int8_peak for int8 products, else fma_peak.
+  const Probe& compute_peak() const { return int8_products ? int8_peak : fma_peak; }
   double roofline_s = 0.0;  ///< roofline_seconds of the call against the probes' medians
   bool memory_bound = false;
   double fraction = 0.0;    ///< roofline_s / median_s: the fraction of the roofline reached

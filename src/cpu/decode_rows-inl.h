@@ -75,10 +75,10 @@ struct Prefetch {
   }
 };
 
-/// The KV heads one decode kernel call walks (for_each_block): `count` heads from the call's
-/// first, each head's K/V rows one KV head stride of the run further on and its packed query rows
-/// `rows` further on. Each head's prefetches go on `prefetch_pieces` pieces after the previous
-/// head's when those sweep the next block's bytes (for_each_block), else they are the previous
+/// How the KV heads of a narrow item follow one another (for_each_block): a decode kernel call
+/// walks `count` of them, each head's K/V rows one KV head stride of the run further on and its
+/// packed query rows `rows` further on. Each head's prefetches go on `prefetch_pieces` pieces
+/// after the previous head's when those sweep the next block's bytes, else they are the previous
 /// head's `prefetch_bytes` further on.
 struct HeadSteps {
   std::int64_t count = 1;
@@ -141,27 +141,25 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
       fn(0, rl * it.heads, 0, run.sub(0, run.count, 0, es), rl == 0 ? pf : Prefetch{}, HeadSteps{});
     return;
   }
+  // Where the heads fill the token rows the first head's pass prefetches the next block's first
+  // kTokenBlock pieces and each further head the next kTokenBlock; otherwise each head its own
+  // rows of the next block, one head stride further on.
   const bool sweep = head_stride * es == row_bytes && token_stride * es == kvh * row_bytes;
-  const HeadSteps steps = !all_heads ? HeadSteps{}
-                          : sweep    ? HeadSteps{kvh, it.heads, 0, kTokenBlock}
-                                     : HeadSteps{kvh, it.heads, head_stride * es, 0};
+  const HeadSteps steps{all_heads ? kvh : 1, it.heads, sweep ? 0 : head_stride * es, sweep ? kTokenBlock : 0};
   for (std::int64_t t = 0; t < run.count; t += kTokenBlock) {
     const std::int64_t nt = std::min(kTokenBlock, run.count - t);
-    // The pieces after this block: the rest of the run, then the rows of `next`.
-    const std::int64_t here = (run.count - t - nt) * kvh;
-    const Prefetch pieces{here > 0 ? first + (t + nt) * token_stride * es : nullptr, row_bytes, row_bytes, 0, here,
-                          NextRows{next.first, next.count * kvh}};
+    Prefetch first_head;
+    if (sweep) {  // the pieces after this block: the rest of the run, then the rows of `next`
+      const std::int64_t here = (run.count - t - nt) * kvh;
+      first_head = {here > 0 ? first + (t + nt) * token_stride * es : nullptr, row_bytes, row_bytes, 0, here,
+                    NextRows{next.first, next.count * kvh}};
+    } else {
+      first_head = {first + t * token_stride * es, token_stride * es, row_bytes, kTokenBlock, run.count - t, next};
+    }
     for (std::int64_t rl = 0; rl < nrows; ++rl)
-      for (std::int64_t hk = 0; hk < kvh; hk += steps.count) {
-        Prefetch pf;
-        if (rl == 0 && sweep) {
-          pf = pieces.from(hk * kTokenBlock);
-        } else if (rl == 0) {
-          const NextRows head_next{next.count > 0 ? next.first + hk * head_stride * es : nullptr, next.count};
-          pf = {first + (t * token_stride + hk * head_stride) * es, token_stride * es, row_bytes, kTokenBlock, run.count - t, head_next};
-        }
-        fn(t, (rl * kvh + hk) * it.heads, hk, run.sub(t, nt, hk, es), pf, steps);
-      }
+      for (std::int64_t hk = 0; hk < kvh; hk += steps.count)
+        fn(t, (rl * kvh + hk) * it.heads, hk, run.sub(t, nt, hk, es), rl == 0 ? steps.for_head(first_head, hk) : Prefetch{},
+           steps);
   }
 }
 

@@ -113,7 +113,7 @@ int bench_command(const BenchArgs& in) {
     } else {
       // Above 1 the probe or the cold rotation is wrong, not the kernel fast: say so. Int8 products
       // are judged against the int8 peak ("int8" bound, GOP/s in the peak column).
-      const bench::Probe& peak = m.int8_products ? m.int8_peak : m.fma_peak;
+      const bench::Probe& peak = m.compute_peak();
       std::printf("%-6s %10.3f %11.3f %8.0f%% %10s %9.2f %7s %6.1f %8.1f  %s%s\n", m.name.c_str(), m.median_s * 1e3,
                   m.roofline_s * 1e3, 100.0 * m.fraction, bytes_text(m.bytes_per_call).c_str(), m.flops_per_call / 1e9,
                   m.memory_bound ? "memory" : m.int8_products ? "int8" : "compute", m.read_bandwidth.median / 1e9,
