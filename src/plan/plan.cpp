@@ -2,6 +2,7 @@
 
 #include "cpu/attention_item.hpp"
 #include "cpu/full_quant.hpp"
+#include "cpu/item_common.hpp"
 #include "cpu/mla_full_quant.hpp"
 
 #include <algorithm>
@@ -107,10 +108,15 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
     SplitGroup g;
     g.item = it;
     g.item.split = static_cast<std::int64_t>(groups.size());
-    // Chunks: lim.chunk_cols tokens, longer when the partials would not fit half a wave.
+    // Chunks: lim.chunk_cols tokens or lim.chunk_bytes of K and V rows, longer when the partials
+    // would not fit half a wave.
     const std::int64_t per_chunk = Rp * (2 + vd);
     const std::int64_t max_chunks = std::max<std::int64_t>(1, lim.wave_budget / 2 / per_chunk);
-    g.chunk_cols = std::max(lim.chunk_cols, (cols + max_chunks - 1) / max_chunks);
+    const std::int64_t token_bytes =
+        it.kv_heads * (kv_row_bytes(p, p.qk_dim) + kv_row_bytes(p, p.v_dim) +
+                       p.rope_dim * static_cast<std::int64_t>(dtype_size(p.rope_dtype)));
+    g.chunk_cols = std::max({lim.chunk_cols, lim.chunk_bytes / std::max<std::int64_t>(1, token_bytes),
+                             (cols + max_chunks - 1) / max_chunks});
     g.chunk_origin = it.col_begin;
     if (p.p_rule.kind == PRule::Kind::kRunningMax) {  // chunks on the grid of the running max (25.3)
       const std::int64_t t = p.p_rule.tile_cols;

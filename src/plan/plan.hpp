@@ -134,7 +134,7 @@ inline bool runs_in_place(const CpuPlan& plan, const WorkItem& item) {
 
 /// Schedule knobs (tests force other chunk sizes; results then change only within tolerance).
 struct PlanLimits {
-  std::int64_t chunk_cols = 512;        ///< KV tokens per chunk of a split group
+  std::int64_t chunk_cols = 512;        ///< KV tokens per chunk of a split group, at least
   std::int64_t score_budget = 1 << 18;  ///< floats of stored scores per self-contained item
   std::int64_t wave_budget = 1 << 24;   ///< floats of storage per wave
   double serial_work = 1 << 20;          ///< multiply-adds below which a call runs on one thread
@@ -147,6 +147,12 @@ struct PlanLimits {
   /// Bytes per worker of K and V columns widened to f32 and kept across the wide items of one KV
   /// head (WidenedKv); 0 widens them again for every item. Results do not depend on it.
   std::int64_t widened_kv_bytes = std::int64_t{1} << 19;
+  /// Bytes of K and V rows (all of a split group's KV heads, rope parts included) per chunk, where
+  /// that is more than chunk_cols tokens; 0: chunk_cols tokens alone. Chunks of int8 and int4
+  /// caches then read as many bytes as 512 fp16 tokens at head dim 128: D3 (int8, chunks of 1024
+  /// tokens) took 0.962x the time, D5 (int4, 2048) 0.939x on a Zen 4 VM (AVX3, 2 threads, faster
+  /// in 8 of 8 alternating pairs each; capped at AVX2 0.978x and 0.966x, within the noise).
+  std::int64_t chunk_bytes = std::int64_t{256} << 10;
 };
 
 /// Builds the schedule for `threads` workers (>= 1). Items, tiles and chunks depend only on the

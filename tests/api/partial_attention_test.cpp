@@ -156,6 +156,7 @@ TEST(PartialAttention, SplitGroupsTakeTheReferenceInEveryPhase) {
     for (std::int64_t wave_budget : {std::int64_t{1} << 24, std::int64_t{64}}) {
       detail::PlanLimits limits;
       limits.chunk_cols = 8;
+      limits.chunk_bytes = 0;
       limits.score_budget = 16;
       limits.wave_budget = wave_budget;
       detail::CpuPlan used;

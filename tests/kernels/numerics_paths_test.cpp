@@ -164,6 +164,7 @@ TEST(NumericsPaths, SplitRowsFollowThePathRule) {
     for (const std::int64_t wave_budget : {std::int64_t{1} << 24, std::int64_t{4096}}) {
       detail::PlanLimits limits;
       limits.chunk_cols = 100;
+      limits.chunk_bytes = 0;
       limits.serial_work = 0;
       limits.wave_budget = wave_budget;
       detail::CpuPlan plan;

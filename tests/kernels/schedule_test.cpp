@@ -2,6 +2,8 @@
 // waves — results change only within tolerance, and the plans really take those paths.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "support/call_builder.hpp"
 #include "support/criterion.hpp"
 #include "support/run_helpers.hpp"
@@ -30,6 +32,17 @@ CallSpec long_rows(std::int64_t q_seq, std::int64_t group) {
   return s;
 }
 
+/// Limits with chunks of `chunk` tokens (not widened to PlanLimits::chunk_bytes), `scores` floats of
+/// stored scores per item and `wave` floats per wave.
+detail::PlanLimits forced(std::int64_t chunk, std::int64_t scores, std::int64_t wave) {
+  detail::PlanLimits l;
+  l.chunk_cols = chunk;
+  l.score_budget = scores;
+  l.wave_budget = wave;
+  l.chunk_bytes = 0;
+  return l;
+}
+
 struct Forced {
   const char* name;
   detail::PlanLimits limits;
@@ -55,11 +68,11 @@ TEST_P(ForcedSchedule, WithinToleranceOfTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Limits, ForcedSchedule,
-                         ::testing::Values(Forced{"default", {}}, Forced{"chunk100", {100, 1 << 18, 1 << 24}},
-                                           Forced{"chunk7", {7, 1 << 18, 1 << 24}},
-                                           Forced{"small_items", {64, 2000, 1 << 24}},
-                                           Forced{"recompute", {64, 2000, 3000}},
-                                           Forced{"tiny_waves", {300, 4000, 60000}}),
+                         ::testing::Values(Forced{"default", {}}, Forced{"chunk100", forced(100, 1 << 18, 1 << 24)},
+                                           Forced{"chunk7", forced(7, 1 << 18, 1 << 24)},
+                                           Forced{"small_items", forced(64, 2000, 1 << 24)},
+                                           Forced{"recompute", forced(64, 2000, 3000)},
+                                           Forced{"tiny_waves", forced(300, 4000, 60000)}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // Decode rows longer than two chunks split for parallelism only in a call of few items
@@ -96,24 +109,56 @@ TEST(ForcedSchedule, LongDecodeRowsSplitOnlyInACallOfFewItems) {
 TEST(ForcedSchedule, PlansTakeTheForcedPaths) {
   TestCall call = build_call(long_rows(40, 4), 1);
   detail::CpuPlan plan;
-  run_with_limits(call.args, {64, 2000, 3000}, 2, &plan);
+  run_with_limits(call.args, forced(64, 2000, 3000), 2, &plan);
   ASSERT_FALSE(plan.splits.empty());
   bool recomputed = false;
   for (const auto& g : plan.splits) recomputed = recomputed || !g.stored;
   EXPECT_TRUE(recomputed);
   EXPECT_GT(plan.waves.size(), 1u);
-  run_with_limits(call.args, {300, 4000, 60000}, 2, &plan);
+  run_with_limits(call.args, forced(300, 4000, 60000), 2, &plan);
   bool stored = false;
   for (const auto& g : plan.splits) stored = stored || g.stored;
   EXPECT_TRUE(stored);
   EXPECT_GT(plan.waves.size(), 1u);
 }
 
+// A split group's chunks hold PlanLimits::chunk_bytes of K and V rows (here 256 KiB: 512 fp16
+// tokens at head dim 128, 1024 int8, 2048 int4), at least chunk_cols tokens; with chunk_bytes 0,
+// chunk_cols tokens whatever the format. Results stay within tolerance of the reference.
+TEST(ForcedSchedule, ChunksHoldChunkBytesOfKAndV) {
+  const std::pair<KvQuant, std::int64_t> formats[] = {{KvQuant::kNone, 512}, {KvQuant::kInt8, 1024}, {KvQuant::kInt4, 2048}};
+  for (const auto& [format, tokens] : formats) {
+    CallSpec spec;
+    spec.layout = "BNSD";
+    spec.dtype = DType::F16;
+    spec.num_kv_heads = 2;
+    spec.num_heads = 8;
+    spec.kv_seq = 5000;
+    spec.qk_dim = 128;
+    spec.quant.format = format;
+    const TestCall call = build_call(spec, 40 + static_cast<std::uint64_t>(tokens));
+    detail::ReferenceResult exact;
+    ASSERT_TRUE(reference_exact(call.args, &exact).ok());
+    detail::CpuPlan plan;
+    const Outputs o = run_with_limits(call.args, {}, 2, &plan);
+    ASSERT_FALSE(plan.splits.empty()) << tokens;
+    EXPECT_EQ(plan.splits.front().chunk_cols, tokens);
+    EXPECT_EQ(plan.splits.front().chunks, (5000 + tokens - 1) / tokens);
+    const Verdict v = criterion_a(o.attention_out, exact.out);
+    EXPECT_TRUE(v.pass) << tokens << ": " << v.detail;
+    detail::PlanLimits by_tokens;
+    by_tokens.chunk_bytes = 0;
+    run_with_limits(call.args, by_tokens, 2, &plan);
+    ASSERT_FALSE(plan.splits.empty()) << tokens;
+    EXPECT_EQ(plan.splits.front().chunk_cols, 512);
+  }
+}
+
 TEST(ForcedSchedule, ChunkSizesChangeResultsOnlyWithinTolerance) {
   TestCall call = build_call(long_rows(1, 8), 9);
   detail::CpuPlan plan;
-  const Outputs a = run_with_limits(call.args, {512, 1 << 18, 1 << 24}, 2, &plan);
-  const Outputs b = run_with_limits(call.args, {33, 1 << 18, 1 << 24}, 2, &plan);
+  const Outputs a = run_with_limits(call.args, forced(512, 1 << 18, 1 << 24), 2, &plan);
+  const Outputs b = run_with_limits(call.args, forced(33, 1 << 18, 1 << 24), 2, &plan);
   const Verdict v = criterion_a(b.attention_out, to_doubles(a.attention_out));
   EXPECT_TRUE(v.pass) << v.detail;
 }

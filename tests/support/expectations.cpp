@@ -34,6 +34,7 @@ void expect_thread_invariant(const FiaArgs& args, const std::string& context) {
   detail::PlanLimits parallel;
   parallel.serial_work = 0;
   parallel.chunk_cols = 16;  // split even short rows, of calls of any size, so that the chunk merge runs too
+  parallel.chunk_bytes = 0;
   parallel.split_items_below = std::numeric_limits<std::int64_t>::max();
   const Outputs one = run_with_limits(args, parallel, 1);
   const Outputs two = run_with_limits(args, parallel, 2);
