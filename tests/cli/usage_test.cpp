@@ -26,6 +26,7 @@ TEST(FiaUsage, OutOfRangeNumbersNameASensibleRange) {
        "error: --threads: must be in [0, 1024], got -1 (see --help)\n"},
       {{"run", "c", "--out", "o", "--threads", "2000"},
        "error: --threads: must be in [0, 1024], got 2000 (see --help)\n"},
+      {{"bench", "--probe-rounds", "0"}, "error: --probe-rounds: must be in [1, 1000], got 0 (see --help)\n"},
   };
   for (const auto& [args, err] : cases) {
     const CliResult r = run_fia(args);

@@ -77,7 +77,7 @@ int bench_command(const BenchArgs& in) {
   std::fprintf(stderr, "paging in the read-bandwidth probe's buffer ...\r");
   bench::BandwidthProbe bandwidth_probe(threads);
   const bench::LimitProbes probes{[&] { return bandwidth_probe.round(); },
-                                  [&] { return bench::fma_peak_round(threads); }, 6,
+                                  [&] { return bench::fma_peak_round(threads); }, args.probe_rounds,
                                   [&] { return bench::int8_peak_round(threads); }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
   std::printf("fia bench: %d thread%s, kernels %s; each shape against the medians of %d probe rounds taken "

@@ -58,6 +58,7 @@ struct BenchArgs {
   std::string isa;
   int threads = 0;
   int repeat = 0;  ///< 0 = 30 for decode, 5 for prefill
+  int probe_rounds = 12;  ///< rounds of each machine-limit probe per workload
 };
 
 /// `fia bench`: measures the machine's read bandwidth and fp32 FMA peak, then times each workload

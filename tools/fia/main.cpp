@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
       ->check(in_range(0, 1024));
   bench_cmd->add_option("--repeat", bench.repeat, "Timed calls per workload (0 = 30 decode, 5 prefill)")
       ->check(in_range(0, 100000));
+  bench_cmd->add_option("--probe-rounds", bench.probe_rounds,
+                        "Rounds of each machine-limit probe per workload, judged by their median (default 12)")
+      ->check(in_range(1, 1000));
   bench_cmd->add_option("--json", bench.json, "Also write the results as JSON");
   bench_cmd->add_option("--isa", bench.isa, "Run the kernels on this instruction set (AVX3, AVX2, SSE4, ...)");
 

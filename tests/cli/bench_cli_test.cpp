@@ -1,0 +1,49 @@
+// `fia bench` on a case folder: every workload is judged against the medians of --probe-rounds
+// rounds of each machine-limit probe, and --json carries them with their count.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "fia/io/case_dir.hpp"
+#include "support/call_builder.hpp"
+#include "support/cli_runner.hpp"
+
+namespace fia::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(FiaBench, ProbeRoundsSetTheRoundsEachWorkloadIsJudgedBy) {
+  CallSpec spec;
+  spec.layout = "BNSD";
+  spec.num_heads = 4;
+  spec.num_kv_heads = 2;
+  spec.kv_seq = 300;
+  spec.qk_dim = 64;
+  const TestCall call = build_call(spec, 5);
+  const std::string dir = temp_dir("bench");
+  ASSERT_TRUE(io::save_case(dir + "/case", call.args).ok());
+  for (const int rounds : {1, 3}) {
+    const std::string json = dir + "/bench" + std::to_string(rounds) + ".json";
+    const CliResult r = run_fia({"bench", "--case", dir + "/case", "--threads", "2", "--repeat", "4", "--probe-rounds",
+                                 std::to_string(rounds), "--json", json});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("medians of " + std::to_string(rounds) + " probe rounds"), std::string::npos) << r.out;
+    std::ifstream f(json);
+    const nlohmann::json doc = nlohmann::json::parse(f);
+    ASSERT_EQ(doc["results"].size(), 1u);
+    const nlohmann::json& w = doc["results"][0];
+    EXPECT_EQ(w["repeat"], 4);
+    EXPECT_EQ(w["read_bandwidth_GBps"]["rounds"], rounds);
+    EXPECT_EQ(w["fma_peak_GFLOPs"]["rounds"], rounds);
+    EXPECT_GT(w["read_bandwidth_GBps"]["median"].get<double>(), 0.0);
+    EXPECT_EQ(doc["read_bandwidth_GBps"]["rounds"], rounds);
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fia::test
