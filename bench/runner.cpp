@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 namespace fia::bench {
@@ -58,8 +59,14 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
   int rounds = 0;
   // A round leaves the caches holding the probe's buffer; a decode call is short enough for that
   // to show, so an untimed call on the copy just used (its next call's KV is cold regardless)
-  // brings back the workspace and the query first.
+  // brings back the workspace and the query first. Each round waits kSettle first: the library's
+  // worker threads spin a little after a call before they sleep, and a probe started at once
+  // shared the cores with them (Zen 4 VM, 2 threads: the bandwidth probe read about 10 % less,
+  // 29.8-32.2 GB/s against 33.8-34.4 with a pause of 1-20 ms and 33.6 for the same loop in a
+  // process of its own, so that D4 read 101-109 % of its roofline).
+  constexpr auto kSettle = std::chrono::milliseconds(5);
   auto probe_round = [&](std::size_t copy) {
+    std::this_thread::sleep_for(kSettle);
     if (probes.read_bandwidth) bandwidth.push_back(probes.read_bandwidth());
     if (compute_probe) compute.push_back(compute_probe());
     ++rounds;
