@@ -151,7 +151,10 @@ struct PlanLimits {
   /// that is more than chunk_cols tokens; 0: chunk_cols tokens alone. Chunks of int8 and int4
   /// caches then read as many bytes as 512 fp16 tokens at head dim 128: D3 (int8, chunks of 1024
   /// tokens) took 0.962x the time, D5 (int4, 2048) 0.939x on a Zen 4 VM (AVX3, 2 threads, faster
-  /// in 8 of 8 alternating pairs each; capped at AVX2 0.978x and 0.966x, within the noise).
+  /// in 8 of 8 alternating pairs each; capped at AVX2 0.978x and 0.966x, within the noise; a
+  /// second set: AVX3 0.950x and 0.936x, 8 of 8 each, AVX2 0.936x, 7 of 8, and 1.001x). Twice
+  /// the bytes (fp16 1024 tokens, int8 2048) was slower in `fia bench`: D1 1.03x and 1.12x, D3
+  /// 1.21x and 1.27x (AVX3, AVX2).
   std::int64_t chunk_bytes = std::int64_t{256} << 10;
 };
 
