@@ -28,7 +28,7 @@ double roofline_seconds(double bytes, double flops, const MachineLimits& limits,
 /// `fma_peak` ones.
 struct LimitProbes {
   std::function<double()> read_bandwidth, fma_peak;
-  int rounds = 6;
+  int rounds = 12;  ///< `fia bench --probe-rounds`' default
   std::function<double()> int8_peak;
 };
 
