@@ -248,7 +248,7 @@ HWY_INLINE std::uint64_t weighted_columns(DF df, const float* pr, std::int64_t p
 
 /// acc[r][d0 : d0 + NV*L) += sum over the run's tokens of p[r][t] * V[t][d0 : ...], for ROWS rows;
 /// the accumulators stay in registers over the whole run. kDense: every token of the run is
-/// weighted (no tests per token, no prefetches).
+/// weighted (no tests per token).
 template <class Src, int ROWS, int NV, bool kDense = false>
 HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t ps, std::int64_t d0, float* acc,
                          std::int64_t vd, const Prefetch& pf) {
@@ -264,8 +264,8 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
   std::uint64_t weighted = 0;  // of the 64 columns from t & ~63 on (weighted_columns)
   for (std::int64_t t = 0; t < run.count; ++t) {
     const T* vt = v + t * run.value_stride;
+    pf.at(t);
     if constexpr (!kDense) {
-      pf.at(t);
       // The rows share one query row, so a key excluded for one is excluded for all (weight 0):
       // it is skipped, never multiplied by 0, whatever its V holds (25.1 #24).
       if ((t & 63) == 0) weighted = weighted_columns<ROWS>(df, pr + t, ps, std::min<std::int64_t>(64, run.count - t));
@@ -320,11 +320,16 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
   constexpr bool kThreeVectors = kBlockVectors == 2 && FloatRowSource<Src>;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   // Where a pass covers fewer than 64 floats (AVX2, NEON, SSE4), the run goes in blocks of
-  // kPvBytes of V rows, every pass over a block before the next; the accumulation order stays the
-  // same. Not f32 rows dequantized into the per-thread buffer: they are in L1 already.
+  // kPvBytes of V rows, every pass over a block before the next; elsewhere (AVX-512: two passes
+  // over a row of 128) in blocks of kPvWideBytes, which the second pass reads from L1. The
+  // accumulation order stays the same. Not f32 rows dequantized into the per-thread buffer: they
+  // are in L1 already.
   const std::int64_t row_bytes = vd * static_cast<std::int64_t>(sizeof(typename Src::T));
-  const bool blocked = kBlockVectors * L < 64 && !std::is_same_v<Src, DequantF32Src>;
-  const std::int64_t block = blocked ? std::max<std::int64_t>(1, kPvBytes / row_bytes) : run.count;
+  const bool short_passes = kBlockVectors * L < 64;
+  const bool blocked = !std::is_same_v<Src, DequantF32Src>;
+  const std::int64_t block = !blocked      ? run.count
+                             : short_passes ? std::max<std::int64_t>(1, kPvBytes / row_bytes)
+                                            : std::clamp<std::int64_t>(kPvWideBytes / row_bytes, 1, 64);
   for (std::int64_t hk = 0; hk < hs.count; ++hk) {
     const auto* v = static_cast<const typename Src::T*>(run.value) + hk * run.value_head_stride;
     const float* pr = pr_heads + hk * hs.rows * ps;
@@ -338,9 +343,12 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
       const float* pp = pr + t0;
       const Prefetch pt = ph.from(t0);
       // A block whose every token is weighted (no key masked: the common case) skips the per-token
-      // tests, and its prefetches go a share per pass: all at once (32 lines for D2) they filled the
-      // miss buffers, and the spread took 0.935x the time on D2 (Zen 4 capped at AVX2, faster in 16
-      // of 20 alternating pairs; D1, D4 unchanged).
+      // tests. With short passes its prefetches go a share per pass: all at once (32 lines for D2)
+      // they filled the miss buffers, and the spread took 0.935x the time on D2 (Zen 4 capped at
+      // AVX2, faster in 16 of 20 alternating pairs; D1, D4 unchanged). With two passes the first
+      // prefetches token by token as it goes: against whole runs with the tests (Zen 4, AVX3, cold,
+      // 8 alternating pairs) D1 0.977x, D2 0.963x, D4 0.992x the time; prefetching a pass's share
+      // before it instead ran D1 1.04x slower than that, blocks of 32 tokens D1 1.05x.
       const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
                          weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
       // Tokens prefetched: floor(part.count * e / vd) once a pass ends at column e (compared as
@@ -349,7 +357,9 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
       d0 = 0;
       auto pass = [&](auto nv) {
         constexpr int NV = decltype(nv)::value;
-        if (dense) {
+        if (dense && !short_passes) {
+          run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+        } else if (dense) {
           for (const std::int64_t reach = part.count * (d0 + NV * L); (fetched + 1) * vd <= reach; ++fetched) pt.at(fetched);
           run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, Prefetch{});
         } else {
@@ -366,7 +376,7 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
       } else {
         while (d0 + L <= vd) pass(std::integral_constant<int, 1>());
       }
-      for (; dense && fetched < part.count; ++fetched) pt.at(fetched);
+      for (; dense && short_passes && fetched < part.count; ++fetched) pt.at(fetched);
     }
     for (std::int64_t d = d0; d < vd; ++d)
       for (std::int64_t t = 0; t < run.count; ++t)

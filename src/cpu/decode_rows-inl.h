@@ -38,6 +38,10 @@ constexpr std::int64_t kTokenBlock = 8;
 /// dim 128 ran D1 and D4 faster than 4, 16, 32 or 64).
 constexpr std::int64_t kPvBytes = 2048;
 
+/// Bytes of V rows per block (at most 64 tokens) of decode P·V where each pass covers 64 floats
+/// (AVX-512: two passes over a row of 128): the second pass reads the block from L1.
+constexpr std::int64_t kPvWideBytes = 16384;
+
 /// The token rows after a run that its prefetches go on into: the next run of the item (the next
 /// tile of a contiguous cache, the next block of a paged one, wherever that block is stored), at
 /// the run's stride.

@@ -7,6 +7,7 @@
 
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
+#include "support/antiquant_builder.hpp"
 #include "support/call_builder.hpp"
 #include "support/expectations.hpp"
 #include "support/random_spec.hpp"
@@ -105,6 +106,35 @@ TEST_P(PerIsa, InterleavedHeadsOneCallPerBlock) {
           s.block_size = 16;
         }
         check(s, static_cast<std::uint64_t>(7000 + i));
+        ++i;
+      }
+}
+
+// Decode P·V goes in blocks of V rows (cpu/decode-inl.h, run_pv): 2 KiB where a pass covers fewer
+// than 64 floats (AVX2, NEON, SSE4), 16 KiB and at most 64 tokens on AVX-512, whose second pass
+// over a row of 128 reads the block from L1; a block whose every token is weighted skips the
+// per-token tests. Runs ending at and around those edges, in fp16, bf16 and int8 rows (64, 64 and
+// 128 tokens of 16 KiB), one to four query rows, with no key masked and with a few (so that some
+// blocks are whole and others are not).
+TEST_P(PerIsa, DecodeValueBlocksAroundEveryEdge) {
+  int i = 0;
+  for (int format = 0; format < 3; ++format)
+    for (std::int64_t kv : {7, 8, 9, 63, 64, 65, 127, 128, 129, 200})
+      for (bool masked : {false, true}) {
+        CallSpec s;
+        s.layout = "BNSD";
+        s.dtype = format == 1 ? DType::BF16 : DType::F16;
+        s.num_kv_heads = 2;
+        s.num_heads = 2 * (1 + i % 4);
+        s.kv_seq = kv;
+        s.qk_dim = 128;
+        s.lse = true;
+        if (masked) {
+          s.mask = MaskKind::kFull;
+          s.mask_density = 0.02;
+        }
+        if (format == 2) set_antiquant(s, KvQuant::kInt8, AntiquantKind::kChannel, static_cast<std::uint64_t>(i));
+        check(s, static_cast<std::uint64_t>(9000 + i));
         ++i;
       }
 }
