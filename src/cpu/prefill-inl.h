@@ -295,7 +295,8 @@ void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, co
   // Q transposed: q[x * Rp + r]. Rows are widened with SIMD into the K tile buffer first when they
   // fit there. Both ways write every row below R, so only the padding rows are zeroed (zeroing the
   // whole block first, which is out of cache by then, took ~3.6 % of P2's kernel samples on AVX2).
-  for (std::int64_t x = 0; x < kw && R < Rp; ++x) std::fill(s.q + x * Rp + R, s.q + (x + 1) * Rp, 0.0f);
+  if (R < Rp)
+    for (std::int64_t x = 0; x < kw; ++x) std::fill(s.q + x * Rp + R, s.q + (x + 1) * Rp, 0.0f);
   if (R <= tile.cols) {
     widen_query_rows<QSrc>(p, it, s.k);
     transpose_into(df, s.k, kw, R, kw, s.q, Rp);
