@@ -20,10 +20,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 /// decode) compute a quarter as much per row as GQA's four, so the same bytes ahead are less time
 /// ahead: 6 KiB made cold D4 (one row, bf16) 0.909x, 0.931x and 0.897x the time on Zen 4 (AVX2,
 /// AVX3, AVX2: faster in 10 of 10, 9 of 10 and 6 of 8 alternating pairs), where D1 (four rows)
-/// gained nothing certain (0.947x on AVX3, 1.01x and 1.22x on AVX2).
+/// gained nothing certain (0.947x on AVX3, 1.01x and 1.22x on AVX2). P·V computes less per row
+/// than Q·Kᵀ and waits on memory more, so V rows go 6 KiB ahead for every item: a cold D1-like
+/// walk (Zen 4, 2 threads, K and V 8x over) took about 0.95x the time on AVX3 (faster in 6 of 8
+/// alternating pairs, and 6 of 6 in an earlier set) and about 0.97x on AVX2 (5 of 8, 3 of 3),
+/// where K rows 3, 5 or 6 KiB ahead instead of 4 moved nothing beyond the noise.
 constexpr std::int64_t kPrefetchTokens = 8;
 constexpr std::int64_t kPrefetchBytes = 4096;
-constexpr std::int64_t kPrefetchBytesFewRows = 6144;
+constexpr std::int64_t kPrefetchBytesFar = 6144;
 
 /// Tokens per block when an item spans several KV heads: each block's token rows are read for all
 /// heads before the next block, and the next block is prefetched meanwhile. Small blocks keep the
@@ -122,13 +126,15 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
 /// the next block, 2 KiB apart in D2. D2 with the sweep, in three sets of pairs alternating
 /// with the build before (Zen 4): AVX2 0.956x, 1.000x and 0.963x the time (faster in 20 of 32
 /// pairs), AVX3 0.941x, 1.026x and 0.991x (16 of 32): a small gain on AVX2, none on AVX3.
-/// With `all_heads` one call covers every KV head of a block (`heads` says how to step from one
-/// to the next; the caller reads the rows in place), otherwise each call covers one. The
-/// prefetches run on into the rows of `next` (next_rows).
+/// `keys` says whether the rows are K (else V): it sets how far ahead single-head items prefetch
+/// contiguous rows (kPrefetchBytes, kPrefetchBytesFar). With `all_heads` one call covers every KV
+/// head of a block (`heads` says how to step from one to the next; the caller reads the rows in
+/// place), otherwise each call covers one. The prefetches run on into the rows of `next`
+/// (next_rows).
 template <class Fn>
 HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
                                std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems,
-                               const NextRows& next, bool all_heads, Fn fn) {
+                               const NextRows& next, bool keys, bool all_heads, Fn fn) {
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
   const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
   const std::int64_t row_bytes = kv_row_bytes(p, row_elems);
@@ -138,7 +144,7 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
     if (token_stride * es > row_bytes) {
       pf = {first, token_stride * es, row_bytes, kPrefetchTokens, run.count, next};
     } else {
-      const std::int64_t ahead = packed_rows(it) <= 2 ? kPrefetchBytesFewRows : kPrefetchBytes;
+      const std::int64_t ahead = keys && packed_rows(it) > 2 ? kPrefetchBytes : kPrefetchBytesFar;
       pf = {first, row_bytes, row_bytes, std::max<std::int64_t>(1, ahead / std::max<std::int64_t>(1, row_bytes)), run.count, next};
     }
     for (std::int64_t rl = 0; rl < nrows; ++rl)
