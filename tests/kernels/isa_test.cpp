@@ -111,15 +111,16 @@ TEST_P(PerIsa, InterleavedHeadsOneCallPerBlock) {
 }
 
 // Decode P·V goes in blocks of V rows (cpu/decode-inl.h, run_pv): 2 KiB where a pass covers fewer
-// than 64 floats (AVX2, NEON, SSE4), 16 KiB and at most 64 tokens on AVX-512, whose second pass
-// over a row of 128 reads the block from L1; a block whose every token is weighted skips the
-// per-token tests. Runs ending at and around those edges, in fp16, bf16 and int8 rows (64, 64 and
-// 128 tokens of 16 KiB), one to four query rows, with no key masked and with a few (so that some
-// blocks are whole and others are not).
+// than 64 floats (AVX2, NEON, SSE4), 4 KiB and 16 to 32 tokens on AVX-512, whose second pass over
+// a row of 128 reads the block from L1; a block whose every token is weighted skips the per-token
+// tests. Runs ending at and around those edges, in fp16, bf16, int8 and int4 rows (8, 8, 16 and
+// 16 tokens per 2 KiB, int4 unpacked to int8 rows; on AVX-512 16, 16, 32 and 32 tokens, int4 read
+// in place), with offsets or without (dequantized rows go unblocked), one to four query rows, with
+// no key masked and with a few (so that some blocks are whole and others are not).
 TEST_P(PerIsa, DecodeValueBlocksAroundEveryEdge) {
   int i = 0;
-  for (int format = 0; format < 3; ++format)
-    for (std::int64_t kv : {7, 8, 9, 63, 64, 65, 127, 128, 129, 200})
+  for (int format = 0; format < 4; ++format)
+    for (std::int64_t kv : {7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200})
       for (bool masked : {false, true}) {
         CallSpec s;
         s.layout = "BNSD";
@@ -133,7 +134,9 @@ TEST_P(PerIsa, DecodeValueBlocksAroundEveryEdge) {
           s.mask = MaskKind::kFull;
           s.mask_density = 0.02;
         }
-        if (format == 2) set_antiquant(s, KvQuant::kInt8, AntiquantKind::kChannel, static_cast<std::uint64_t>(i));
+        if (format >= 2)
+          set_antiquant(s, format == 2 ? KvQuant::kInt8 : KvQuant::kInt4, AntiquantKind::kChannel,
+                        static_cast<std::uint64_t>(i));
         check(s, static_cast<std::uint64_t>(9000 + i));
         ++i;
       }
