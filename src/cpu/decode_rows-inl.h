@@ -48,8 +48,8 @@ constexpr std::int64_t kPvBytes = 2048;
 /// 0.901x the time (faster in 10 of 10), D4 0.944x (10 of 10); against 8 KiB D1 0.926x (8 of 8),
 /// D4 0.950x (7 of 8); against 2 KiB D1 0.992x (4 of 8) and D4 1.021x (2 of 8), where a cold
 /// D1-like walk (2 threads) ran 2 KiB and 3 KiB slower. In that walk phase B (P·V) took about
-/// 0.83x the time with 16 rows per block as with 64. (With short passes, AVX2's cold D1-like walk favoured 4 KiB
-/// too, but `fia bench` D1 and D4 did not move: kPvBytes stays.)
+/// 0.83x the time with 16 rows per block as with 64. (With short passes, AVX2's cold D1-like
+/// walk favoured 4 KiB too, but `fia bench` D1 and D4 did not move: kPvBytes stays.)
 constexpr std::int64_t kPvWideBytes = 4096;
 
 /// The token rows after a run that its prefetches go on into: the next run of the item (the next

@@ -109,13 +109,13 @@ struct I4Src {
   }
 };
 
-/// The logical element at position d of a row in I4LanesSrc's lane order: per block of 32, the
-/// even elements, then the odd ones.
 /// Elements per stored word of a row source: 8 for int4 rows (eight values packed per int32),
 /// else 1.
 template <class Src>
 constexpr std::int64_t kElementsPerWord = std::is_same_v<typename Src::T, std::int32_t> ? 8 : 1;
 
+/// The logical element at position d of a row in I4LanesSrc's lane order: per block of 32, the
+/// even elements, then the odd ones.
 HWY_INLINE std::int64_t lane_order_element(std::int64_t d) {
   return (d & ~std::int64_t{31}) + 2 * (d & 15) + ((d >> 4) & 1);
 }
