@@ -49,7 +49,8 @@ constexpr std::int64_t kPvBytes = 2048;
 /// D4 0.950x (7 of 8); against 2 KiB D1 0.992x (4 of 8) and D4 1.021x (2 of 8), where a cold
 /// D1-like walk (2 threads) ran 2 KiB and 3 KiB slower. In that walk phase B (P·V) took about
 /// 0.83x the time with 16 rows per block as with 64. (With short passes, AVX2's cold D1-like
-/// walk favoured 4 KiB too, but `fia bench` D1 and D4 did not move: kPvBytes stays.)
+/// walk favoured 4 KiB too, but in `fia bench` D1 moved within its noise, 0.85x and 0.98x the
+/// time in two sets of 16 pairs, and D4 ran 1.04x slower, faster in 3 of 16: kPvBytes stays.)
 constexpr std::int64_t kPvWideBytes = 4096;
 
 /// The token rows after a run that its prefetches go on into: the next run of the item (the next
