@@ -184,7 +184,7 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
     float* tile_scores = sv.base + (c0 - it.col_begin);
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
       const NextRows next = next_rows(p, it, run, c0 + c, true);
-      for_each_block(p, it, run, run.key, run.key_stride, run.key_head_stride, p.qk_dim, next, true, rows_in_place<Src>(p, true),
+      for_each_block(p, it, run, next, true, rows_in_place<Src>(p, true),
                      [&](std::int64_t t, std::int64_t base_r, std::int64_t hk, const KvRun& sub, const Prefetch& prefetch,
                          const HeadSteps& heads) {
                        const std::int64_t h = it.h + hk;
@@ -409,7 +409,7 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
       if (antiquant) token_scale_rows<true>(df, p, p.value_antiquant, it, c0 + c, run.count, tile_p + c, sv.row_stride);
       const NextRows next = next_rows(p, it, run, c0 + c, false);
-      for_each_block(p, it, run, run.value, run.value_stride, run.value_head_stride, vd, next, false, rows_in_place<Src>(p, false),
+      for_each_block(p, it, run, next, false, rows_in_place<Src>(p, false),
                      [&](std::int64_t t, std::int64_t base_r, std::int64_t hk, const KvRun& sub, const Prefetch& prefetch,
                          const HeadSteps& heads) {
                        const std::int64_t h = it.h + hk;

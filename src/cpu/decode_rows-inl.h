@@ -133,19 +133,21 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
 /// the next block, 2 KiB apart in D2. D2 with the sweep, in three sets of pairs alternating
 /// with the build before (Zen 4): AVX2 0.956x, 1.000x and 0.963x the time (faster in 20 of 32
 /// pairs), AVX3 0.941x, 1.026x and 0.991x (16 of 32): a small gain on AVX2, none on AVX3.
-/// `keys` says whether the rows are K (else V): it sets how far ahead single-head items prefetch
-/// contiguous rows (kPrefetchBytes, kPrefetchBytesFar). With `all_heads` one call covers every KV
+/// The rows are the run's K rows when `keys` (qk_dim elements), else its V rows (v_dim); V rows
+/// and the K rows of one- or two-row items are prefetched kPrefetchBytesFar ahead where they are
+/// contiguous, other K rows kPrefetchBytes. With `all_heads` one call covers every KV
 /// head of a block (`heads` says how to step from one to the next; the caller reads the rows in
 /// place), otherwise each call covers one. The prefetches run on into the rows of `next`
 /// (next_rows).
 template <class Fn>
-HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const void* base,
-                               std::int64_t token_stride, std::int64_t head_stride, std::int64_t row_elems,
-                               const NextRows& next, bool keys, bool all_heads, Fn fn) {
+HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun& run, const NextRows& next, bool keys,
+                               bool all_heads, Fn fn) {
   const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
   const std::int64_t nrows = it.row_end - it.row_begin, kvh = it.kv_heads;
-  const std::int64_t row_bytes = kv_row_bytes(p, row_elems);
-  const auto* first = static_cast<const char*>(base);
+  const std::int64_t token_stride = keys ? run.key_stride : run.value_stride;
+  const std::int64_t head_stride = keys ? run.key_head_stride : run.value_head_stride;
+  const std::int64_t row_bytes = kv_row_bytes(p, keys ? p.qk_dim : p.v_dim);
+  const auto* first = static_cast<const char*>(keys ? run.key : run.value);
   if (kvh == 1) {
     Prefetch pf;
     if (token_stride * es > row_bytes) {

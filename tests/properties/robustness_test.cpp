@@ -129,7 +129,7 @@ TEST(Robustness, MaskedValueRowsDoNotLeakIntoDecodeOrPrefill) {
 }
 
 // Decode on every ISA: keys 100-139 and every 37th key below 100 masked, so that the P·V blocks
-// (cpu/decode-inl.h, run_pv: 8 tokens on AVX2, NEON and SSE4, 64 on AVX-512) come both with every
+// (cpu/decode-inl.h, run_pv: 8 tokens on AVX2, NEON and SSE4, 16 on AVX-512) come both with every
 // token weighted and with some tokens excluded, and the excluded tokens' V rows hold NaN,
 // infinities and huge values.
 TEST(Robustness, MaskedValueRowsDoNotLeakIntoDecodeOnAnyIsa) {
