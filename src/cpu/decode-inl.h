@@ -167,6 +167,20 @@ HWY_INLINE void widen_query_rows(const Problem& p, const WorkItem& it, float* ds
   }
 }
 
+/// KV columns per tile of a narrow item: as many as keep the tile's P rows (all packed rows) within
+/// 16 KiB, from 128 (the plan's tile) to 512. Each tile costs a fixed walk besides its products
+/// (the runs located and started, the scale and max pass, the exponentials, the products' tails),
+/// which a tile of few rows spreads over little work: 512 columns against 128 took D1-like
+/// calls (4 rows, fp16, Zen 4) 0.94x the time with K and V in L3 on one thread on both ISAs
+/// (faster in 6 of 6 alternating runs each; Problem::locate fell from 2.1 to 0.5 % of the
+/// samples), and 0.925x (AVX2) and 0.97x (AVX3) cold on two threads (4 of 4 each). Items of 32
+/// rows (BSH D1-like calls, 8 KV heads) keep 128: 512 was no faster there.
+HWY_INLINE std::int64_t narrow_tile_columns(const TileShape& tile, const WorkItem& it) {
+  constexpr std::int64_t kTilePBytes = 16384, kMostColumns = 512;
+  const std::int64_t fit = kTilePBytes / (static_cast<std::int64_t>(sizeof(float)) * packed_rows(it));
+  return std::clamp<std::int64_t>(fit / tile.cols * tile.cols, tile.cols, std::max(tile.cols, kMostColumns));
+}
+
 template <class QSrc, class Src>
 void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                    float* m) {
@@ -179,8 +193,9 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
   if (int4_in_lane_order(p, true))
     for (std::int64_t r = 0; r < R; ++r) permute_lane_order<false>(s.q + r * kw, p.qk_dim);
   std::fill(m, m + R, kNegInf);
-  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
-    const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+  const std::int64_t cols = narrow_tile_columns(tile, it);
+  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += cols) {
+    const std::int64_t nc = std::min(cols, it.col_end - c0);
     float* tile_scores = sv.base + (c0 - it.col_begin);
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
       const NextRows next = next_rows(p, it, run, c0 + c, true);
@@ -398,8 +413,9 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
   if (!formed) std::fill(l, l + R, 0.0f);
   // Antiquant V (cpu/antiquant.hpp): P times the token scales, the channel scales at the end.
   const bool antiquant = p.kv_format != KvFormat::kFloat;
-  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
-    const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
+  const std::int64_t cols = narrow_tile_columns(tile, it);
+  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += cols) {
+    const std::int64_t nc = std::min(cols, it.col_end - c0);
     float* tile_p = sv.base + (c0 - it.col_begin);
     for (std::int64_t r = 0; r < R && !formed; ++r) {
       float* row = tile_p + r * sv.row_stride;

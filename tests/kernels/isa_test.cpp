@@ -142,6 +142,39 @@ TEST_P(PerIsa, DecodeValueBlocksAroundEveryEdge) {
       }
 }
 
+// Narrow (decode) items walk their columns in tiles as wide as keep P within 16 KiB
+// (cpu/decode-inl.h, narrow_tile_columns): 512 columns for items of 1 to 8 packed rows, 256 for
+// 9 to 16, 128 beyond. Items of 1, 4, 12, 16 and 32 rows (the last two spanning several KV heads
+// of a BSH cache), unsplit, over KV lengths at and around each tile edge, with no key masked, with
+// a few keys masked (each tile then checks visibility per element) and with a position bias.
+TEST_P(PerIsa, DecodeTilesAroundEveryEdge) {
+  struct Rows {
+    const char* layout;
+    std::int64_t heads, kv_heads;
+  };
+  const Rows rows[] = {{"BNSD", 2, 2}, {"BNSD", 8, 2}, {"BNSD", 24, 2}, {"BSH", 16, 4}, {"BSH", 32, 8}};
+  int i = 0;
+  for (const Rows& r : rows)
+    for (std::int64_t kv : {127, 128, 129, 255, 256, 257, 511, 512, 513, 700})
+      for (int variant = 0; variant < 3; ++variant) {
+        CallSpec s;
+        s.layout = r.layout;
+        s.dtype = i % 2 ? DType::BF16 : DType::F16;
+        s.num_heads = r.heads;
+        s.num_kv_heads = r.kv_heads;
+        s.kv_seq = kv;
+        s.qk_dim = 64;
+        s.lse = true;
+        if (variant == 1) {
+          s.mask = MaskKind::kFull;
+          s.mask_density = 0.02;
+        }
+        s.pse = variant == 2;
+        check(s, static_cast<std::uint64_t>(11000 + i));
+        ++i;
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compiled, PerIsa, ::testing::ValuesIn(detail::available_isas()),
                          [](const auto& info) { return info.param; });
 
