@@ -335,7 +335,8 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
   constexpr bool kThreeVectors = kBlockVectors == 2 && FloatRowSource<Src>;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   // Where a pass covers fewer than 64 floats (AVX2, NEON, SSE4), the run goes in blocks of
-  // kPvBytes of V rows, every pass over a block before the next; elsewhere (AVX-512: two passes
+  // kPvBytes of V rows (kPvBytesManyRows for three or four rows), every pass over a block before
+  // the next; elsewhere (AVX-512: two passes
   // over a row of 128) in blocks of kPvWideBytes, 16 to 32 tokens, which the second pass reads
   // from L1 (fewer tokens of short rows ran slower: D5, int4 rows of 64 bytes, 1.09x the time
   // with 16 tokens against 32, faster in 1 of 8 pairs, and 1.05x with 64 in 16 pairs; D6, MLA
@@ -345,7 +346,7 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
   const bool short_passes = kBlockVectors * L < 64;
   const bool blocked = !std::is_same_v<Src, DequantF32Src>;
   const std::int64_t block = !blocked      ? run.count
-                             : short_passes ? std::max<std::int64_t>(1, kPvBytes / row_bytes)
+                             : short_passes ? std::max<std::int64_t>(1, (ROWS >= 3 ? kPvBytesManyRows : kPvBytes) / row_bytes)
                                             : std::clamp<std::int64_t>(kPvWideBytes / row_bytes, 16, 32);
   for (std::int64_t hk = 0; hk < hs.count; ++hk) {
     const auto* v = static_cast<const typename Src::T*>(run.value) + hk * run.value_head_stride;

@@ -36,11 +36,19 @@ constexpr std::int64_t kPrefetchBytesFar = 6144;
 constexpr std::int64_t kTokenBlock = 8;
 
 /// Bytes of V rows per block of decode P·V on targets whose column passes cover fewer than 64
-/// floats (AVX2, NEON, SSE4: 8 passes or more over a row of 128): every pass over a block runs
+/// floats (AVX2, NEON, SSE4: 6 passes or more over a row of 128): every pass over a block runs
 /// before the next block, so that the rows come from memory in the first pass and from L1 in the
 /// others, and the first pass's stalls spread over the run (Zen 3, AVX2: 8 tokens of fp16 at head
-/// dim 128 ran D1 and D4 faster than 4, 16, 32 or 64).
+/// dim 128 ran D1 and D4 faster than 4, 16, 32 or 64). Items of three or four rows take
+/// kPvBytesManyRows: their passes compute more per token, and each pass's fixed cost (the
+/// accumulators loaded and stored, the loop started) weighed more than the block's memory. Zen 4,
+/// AVX2, D1-like calls (4 rows, fp16) with 4 KiB against 2 KiB: 0.93x the time with K and V in L3
+/// on one thread (faster in 3 of 3 alternating runs), 0.955x cold on two (4 of 4), where 8 KiB
+/// ran 1.1x slower than 4; D3-like (int8) 0.96x cold (3 of 3). Items of one or two rows lost
+/// with 4 KiB: 1.06x the time on a D4-like call (bf16, one row, 4 of 4) and 1.09x with two rows
+/// (3 of 3), so they keep 2 KiB.
 constexpr std::int64_t kPvBytes = 2048;
+constexpr std::int64_t kPvBytesManyRows = 4096;
 
 /// Bytes of V rows per block (16 to 32 tokens) of decode P·V where each pass covers 64 floats
 /// (AVX-512: two passes over a row of 128): the second pass reads the block from L1. 4 KiB (16
@@ -48,9 +56,7 @@ constexpr std::int64_t kPvBytes = 2048;
 /// 0.901x the time (faster in 10 of 10), D4 0.944x (10 of 10); against 8 KiB D1 0.926x (8 of 8),
 /// D4 0.950x (7 of 8); against 2 KiB D1 0.992x (4 of 8) and D4 1.021x (2 of 8), where a cold
 /// D1-like walk (2 threads) ran 2 KiB and 3 KiB slower. In that walk phase B (P·V) took about
-/// 0.83x the time with 16 rows per block as with 64. (With short passes, AVX2's cold D1-like
-/// walk favoured 4 KiB too, but in `fia bench` D1 moved within its noise, 0.85x and 0.98x the
-/// time in two sets of 16 pairs, and D4 ran 1.04x slower, faster in 3 of 16: kPvBytes stays.)
+/// 0.83x the time with 16 rows per block as with 64. (Short passes: kPvBytes.)
 constexpr std::int64_t kPvWideBytes = 4096;
 
 /// The token rows after a run that its prefetches go on into: the next run of the item (the next

@@ -110,13 +110,14 @@ TEST_P(PerIsa, InterleavedHeadsOneCallPerBlock) {
       }
 }
 
-// Decode P·V goes in blocks of V rows (cpu/decode-inl.h, run_pv): 2 KiB where a pass covers fewer
-// than 64 floats (AVX2, NEON, SSE4), 4 KiB and 16 to 32 tokens on AVX-512, whose second pass over
-// a row of 128 reads the block from L1; a block whose every token is weighted skips the per-token
-// tests. Runs ending at and around those edges, in fp16, bf16, int8 and int4 rows (8, 8, 16 and
-// 16 tokens per 2 KiB, int4 unpacked to int8 rows; on AVX-512 16, 16, 32 and 32 tokens, int4 read
-// in place), with offsets or without (dequantized rows go unblocked), one to four query rows, with
-// no key masked and with a few (so that some blocks are whole and others are not).
+// Decode P·V goes in blocks of V rows (cpu/decode-inl.h, run_pv): where a pass covers fewer than
+// 64 floats (AVX2, NEON, SSE4) 2 KiB for one or two query rows and 4 KiB for three or four, 4 KiB
+// and 16 to 32 tokens on AVX-512, whose second pass over a row of 128 reads the block from L1; a
+// block whose every token is weighted skips the per-token tests. Runs ending at and around those
+// edges, in fp16, bf16, int8 and int4 rows (8, 8, 16 and 16 tokens per 2 KiB, twice as many per
+// 4 KiB, int4 unpacked to int8 rows; on AVX-512 16, 16, 32 and 32 tokens, int4 read in place),
+// with offsets or without (dequantized rows go unblocked), one to four query rows, with no key
+// masked and with a few (so that some blocks are whole and others are not).
 TEST_P(PerIsa, DecodeValueBlocksAroundEveryEdge) {
   int i = 0;
   for (int format = 0; format < 4; ++format)
