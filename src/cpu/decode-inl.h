@@ -171,10 +171,11 @@ HWY_INLINE void widen_query_rows(const Problem& p, const WorkItem& it, float* ds
 /// 16 KiB, from 128 (the plan's tile) to 512. Each tile costs a fixed walk besides its products
 /// (the runs located and started, the scale and max pass, the exponentials, the products' tails),
 /// which a tile of few rows spreads over little work: 512 columns against 128 took D1-like
-/// calls (4 rows, fp16, Zen 4) 0.94x the time with K and V in L3 on one thread on both ISAs
-/// (faster in 6 of 6 alternating runs each; Problem::locate fell from 2.1 to 0.5 % of the
-/// samples), and 0.925x (AVX2) and 0.97x (AVX3) cold on two threads (4 of 4 each). Items of 32
-/// rows (BSH D1-like calls, 8 KV heads) keep 128: 512 was no faster there.
+/// calls (4 rows, fp16, Zen 4) 0.93-0.95x the time with K and V in L3 on one thread on both
+/// ISAs (faster in 3 of 3 alternating runs, in each of two sets; Problem::locate fell from 2.1
+/// to 0.5 % of the samples), and cold on two threads AVX2 0.925x and 0.97x, AVX3 0.97x and
+/// 0.97x (two sets, faster in 4 of 4 and 3 of 4 pairs). Items of 32 rows (BSH D1-like calls, 8
+/// KV heads) keep 128: 512 was no faster there.
 HWY_INLINE std::int64_t narrow_tile_columns(const TileShape& tile, const WorkItem& it) {
   constexpr std::int64_t kTilePBytes = 16384, kMostColumns = 512;
   const std::int64_t fit = kTilePBytes / (static_cast<std::int64_t>(sizeof(float)) * packed_rows(it));
