@@ -337,11 +337,11 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   // Where a pass covers fewer than 64 floats (AVX2, NEON, SSE4), the run goes in blocks of
   // kPvBytes of V rows (kPvBytesManyRows for three or four rows), every pass over a block before
-  // the next; elsewhere (AVX-512: two passes
-  // over a row of 128) in blocks of kPvWideBytes, 16 to 32 tokens, which the second pass reads
-  // from L1 (fewer tokens of short rows ran slower: D5, int4 rows of 64 bytes, 1.09x the time
-  // with 16 tokens against 32, faster in 1 of 8 pairs, and 1.05x with 64 in 16 pairs; D6, MLA
-  // rows of 1 KiB, 1.014x with 4 tokens against 16). The accumulation order stays the same.
+  // the next; elsewhere (AVX-512: two passes over a row of 128) in blocks of kPvWideBytes, 16 to
+  // 32 tokens, which the second pass reads from L1 (fewer tokens of short rows ran slower: D5,
+  // int4 rows of 64 bytes, 1.09x the time with 16 tokens against 32, faster in 1 of 8 pairs, and
+  // 1.05x with 64 in 16 pairs; D6, MLA rows of 1 KiB, 1.014x with 4 tokens against 16). The
+  // accumulation order stays the same.
   // Not f32 rows dequantized into the per-thread buffer: they are in L1 already.
   const std::int64_t row_bytes = vd * static_cast<std::int64_t>(sizeof(typename Src::T)) / kElementsPerWord<Src>;
   const bool short_passes = kBlockVectors * L < 64;

@@ -144,19 +144,20 @@ TEST_P(PerIsa, DecodeValueBlocksAroundEveryEdge) {
 }
 
 // Narrow (decode) items walk their columns in tiles as wide as keep P within 16 KiB
-// (cpu/decode-inl.h, narrow_tile_columns): 512 columns for items of 1 to 8 packed rows, 256 for
-// 9 to 16, 128 beyond. Items of 1, 4, 12, 16 and 32 rows (the last two spanning several KV heads
-// of a BSH cache), unsplit, over KV lengths at and around each tile edge, with no key masked, with
-// a few keys masked (each tile then checks visibility per element) and with a position bias.
+// (cpu/decode-inl.h, narrow_tile_columns): 512 columns for items of 1 to 8 packed rows, 384 for 9
+// or 10, 256 for 11 to 16, 128 beyond. Items of 1, 4, 10, 12, 16 and 32 rows (the last two
+// spanning several KV heads of a BSH cache), unsplit, over KV lengths at and around each tile
+// edge, with no key masked, with a few keys masked (each tile then checks visibility per element)
+// and with a position bias.
 TEST_P(PerIsa, DecodeTilesAroundEveryEdge) {
   struct Rows {
     const char* layout;
     std::int64_t heads, kv_heads;
   };
-  const Rows rows[] = {{"BNSD", 2, 2}, {"BNSD", 8, 2}, {"BNSD", 24, 2}, {"BSH", 16, 4}, {"BSH", 32, 8}};
+  const Rows rows[] = {{"BNSD", 2, 2}, {"BNSD", 8, 2}, {"BNSD", 20, 2}, {"BNSD", 24, 2}, {"BSH", 16, 4}, {"BSH", 32, 8}};
   int i = 0;
   for (const Rows& r : rows)
-    for (std::int64_t kv : {127, 128, 129, 255, 256, 257, 511, 512, 513, 700})
+    for (std::int64_t kv : {127, 128, 129, 255, 256, 257, 383, 384, 385, 511, 512, 513, 700})
       for (int variant = 0; variant < 3; ++variant) {
         CallSpec s;
         s.layout = r.layout;
