@@ -341,13 +341,14 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
   // 32 tokens, which the second pass reads from L1 (fewer tokens of short rows ran slower: D5,
   // int4 rows of 64 bytes, 1.09x the time with 16 tokens against 32, faster in 1 of 8 pairs, and
   // 1.05x with 64 in 16 pairs; D6, MLA rows of 1 KiB, 1.014x with 4 tokens against 16). The
-  // accumulation order stays the same.
-  // Not f32 rows dequantized into the per-thread buffer: they are in L1 already.
+  // accumulation order stays the same. Not f32 rows dequantized into the per-thread buffer: they
+  // are in L1 already.
   const std::int64_t row_bytes = vd * static_cast<std::int64_t>(sizeof(typename Src::T)) / kElementsPerWord<Src>;
   const bool short_passes = kBlockVectors * L < 64;
   const bool blocked = !std::is_same_v<Src, DequantF32Src>;
+  constexpr std::int64_t kShortPassBytes = ROWS >= 3 ? kPvBytesManyRows : kPvBytes;
   const std::int64_t block = !blocked      ? run.count
-                             : short_passes ? std::max<std::int64_t>(1, (ROWS >= 3 ? kPvBytesManyRows : kPvBytes) / row_bytes)
+                             : short_passes ? std::max<std::int64_t>(1, kShortPassBytes / row_bytes)
                                             : std::clamp<std::int64_t>(kPvWideBytes / row_bytes, 16, 32);
   for (std::int64_t hk = 0; hk < hs.count; ++hk) {
     const auto* v = static_cast<const typename Src::T*>(run.value) + hk * run.value_head_stride;

@@ -129,9 +129,9 @@ TEST(Robustness, MaskedValueRowsDoNotLeakIntoDecodeOrPrefill) {
 }
 
 // Decode on every ISA: keys 100-139 and every 37th key below 100 masked, so that the P·V blocks
-// (cpu/decode-inl.h, run_pv: 8 tokens on AVX2, NEON and SSE4, 16 on AVX-512) come both with every
-// token weighted and with some tokens excluded, and the excluded tokens' V rows hold NaN,
-// infinities and huge values.
+// (cpu/decode-inl.h, run_pv: 16 tokens for these four query rows per KV head, on every ISA) come
+// both with every token weighted and with some tokens excluded, and the excluded tokens' V rows
+// hold NaN, infinities and huge values.
 TEST(Robustness, MaskedValueRowsDoNotLeakIntoDecodeOnAnyIsa) {
   for (const std::string& isa : detail::available_isas()) {
     ASSERT_TRUE(detail::force_isa(isa)) << isa;
