@@ -3,6 +3,7 @@
 #include "cpu/full_quant.hpp"
 #include "cpu/item_common.hpp"
 #include "cpu/mla_full_quant.hpp"
+#include "cpu/thread_placement.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -171,38 +172,48 @@ RowStats row_stats(const Problem& p, const WorkItem& it, const Scratch& s, const
   return rs;
 }
 
-/// One task arena per worker count, reused across calls.
-tbb::task_arena& arena_for(int workers) {
+/// A oneTBB task arena and the threads that ran its slots (cpu/thread_placement.hpp).
+struct Arena {
+  explicit Arena(int workers) : arena(workers), threads(workers) {}
+  tbb::task_arena arena;
+  ArenaThreads threads;
+};
+
+/// One arena per worker count, reused across calls.
+Arena& arena_for(int workers) {
   static std::mutex mu;
-  static std::map<int, std::unique_ptr<tbb::task_arena>> arenas;
+  static std::map<int, std::unique_ptr<Arena>> arenas;
   std::lock_guard<std::mutex> lock(mu);
   auto& a = arenas[workers];
-  if (!a) a = std::make_unique<tbb::task_arena>(workers);
+  if (!a) a = std::make_unique<Arena>(workers);
   return *a;
 }
 
 /// The per-thread scratch of one call: `base` holds plan.threads slots. With one worker the call
-/// runs on the calling thread alone: a oneTBB arena always has at least two slots (one reserved for
-/// an external thread), so concurrent calls sharing the one-worker arena would otherwise see slot
-/// index 1 and write past a one-slot workspace.
+/// runs on the calling thread alone and `arena` is null: a oneTBB arena always has at least two
+/// slots (one reserved for an external thread), so concurrent calls sharing a one-worker arena
+/// would otherwise see slot index 1 and write past a one-slot workspace.
 struct Slots {
   float* base;
-  bool serial;
+  Arena* arena;
 };
 
 /// fn(i, scratch) for i in [begin, end), one index per task, on the arena's workers.
 template <class Fn>
 void parallel_each(const Problem& p, const CpuPlan& plan, const Slots& slots, std::int64_t begin, std::int64_t end,
                    Fn fn) {
-  if (slots.serial) {
+  if (slots.arena == nullptr) {
     const Scratch s = scratch_for(p, plan, slots.base, 0);
     for (std::int64_t i = begin; i < end; ++i) fn(i, s);
     return;
   }
+  LoopPlacement placement(slots.arena->threads);
   tbb::parallel_for(
       tbb::blocked_range<std::int64_t>(begin, end, 1),
       [&](const tbb::blocked_range<std::int64_t>& r) {
-        const Scratch s = scratch_for(p, plan, slots.base, tbb::this_task_arena::current_thread_index());
+        const int slot = tbb::this_task_arena::current_thread_index();
+        placement.task_started(slot);
+        const Scratch s = scratch_for(p, plan, slots.base, slot);
         for (std::int64_t i = r.begin(); i < r.end(); ++i) fn(i, s);
       },
       tbb::simple_partitioner());
@@ -232,7 +243,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
   auto* base = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(workspace) + 63) & ~std::uintptr_t{63});
   float* wave = base + plan.floats_per_thread * static_cast<std::size_t>(plan.threads);
   const int workers = std::clamp(threads, 1, plan.threads);
-  const Slots slots{base, workers == 1};
+  const Slots slots{base, workers == 1 ? nullptr : &arena_for(workers)};
   reset_widened_kv(p, plan, base);
   const auto n_items = static_cast<std::int64_t>(plan.items.size());
   const std::int64_t vd = p.v_dim;
@@ -289,10 +300,10 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
       });
     }
   };
-  if (slots.serial)
+  if (slots.arena == nullptr)
     body();
   else
-    arena_for(workers).execute(body);
+    slots.arena->arena.execute(body);
 }
 
 }  // namespace fia::detail
