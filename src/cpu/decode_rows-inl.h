@@ -29,11 +29,20 @@ constexpr std::int64_t kPrefetchTokens = 8;
 constexpr std::int64_t kPrefetchBytes = 4096;
 constexpr std::int64_t kPrefetchBytesFar = 6144;
 
-/// Tokens per block when an item spans several KV heads: each block's token rows are read for all
-/// heads before the next block, and the next block is prefetched meanwhile. Small blocks keep the
-/// rows of one head (2 KiB apart in a (block, block_size, H) cache, so in few L1 sets) from
-/// evicting each other: 8 tokens ran D2 ~1.5x faster than 32.
+/// Tokens per block of K rows when an item spans several KV heads: each block's token rows are
+/// read for all heads before the next block, and the next block is prefetched meanwhile. Small
+/// blocks keep the rows of one head (2 KiB apart in a (block, block_size, H) cache, so in few L1
+/// sets) from evicting each other: 8 tokens ran D2 ~1.5x faster than 32.
 constexpr std::int64_t kTokenBlock = 8;
+
+/// Tokens per block of V rows in the same walk. P·V loads and stores each head's accumulators
+/// (4 rows x 128 floats on AVX-512: every register) once per block, and 8 tokens made that a
+/// quarter as many memory operations as multiply-adds. 16 against 8 (Zen 4, D2-like calls: 16
+/// sequences of 2048 tokens, paged BSH, block 128, shuffled): 0.91x (AVX3) and 0.94x (AVX2) the
+/// time with K and V in L3 on one thread; cold on two, 4 copies of K and V, 0.955x (AVX3, faster
+/// in 9 of 10 alternating runs) and 0.985x (AVX2, 7 of 10), 2 copies 0.961x (AVX3, 8 of 10).
+/// 32 was no faster than 16. K rows keep 8: 16 for both was slower cold on AVX3.
+constexpr std::int64_t kValueTokenBlock = 16;
 
 /// Bytes of V rows per block of decode P·V on targets whose column passes cover fewer than 64
 /// floats (AVX2, NEON, SSE4: 6 passes or more over a row of 128): every pass over a block runs
@@ -132,8 +141,8 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
 /// Calls fn(first token, first packed row, KV head within the item, sub-run, prefetch, heads) for
 /// every (query row, KV head) of a narrow item over one run. Single-head items take the run whole,
 /// prefetching their rows ahead; items spanning several KV heads go block by block of
-/// kTokenBlock tokens, all heads of a block before the next, while the heads' passes prefetch the
-/// next block. Where the item's heads fill the token rows (every KV head of BSH/BSND rows), the
+/// kTokenBlock tokens of K rows or kValueTokenBlock of V rows, all heads of a block before the
+/// next, while the heads' passes prefetch the next block. Where the item's heads fill the token rows (every KV head of BSH/BSND rows), the
 /// next block's bytes are one contiguous sequence of row-sized pieces and the passes sweep it in
 /// address order, kTokenBlock pieces each; otherwise each head's pass prefetches its own rows of
 /// the next block, 2 KiB apart in D2. D2 with the sweep, in three sets of pairs alternating
@@ -167,19 +176,20 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
     return;
   }
   // Where the heads fill the token rows the first head's pass prefetches the next block's first
-  // kTokenBlock pieces and each further head the next kTokenBlock; otherwise each head its own
-  // rows of the next block, one head stride further on.
+  // `block` pieces and each further head the next `block`; otherwise each head its own rows of
+  // the next block, one head stride further on.
+  const std::int64_t block = keys ? kTokenBlock : kValueTokenBlock;
   const bool sweep = head_stride * es == row_bytes && token_stride * es == kvh * row_bytes;
-  const HeadSteps steps{all_heads ? kvh : 1, it.heads, sweep ? 0 : head_stride * es, sweep ? kTokenBlock : 0};
-  for (std::int64_t t = 0; t < run.count; t += kTokenBlock) {
-    const std::int64_t nt = std::min(kTokenBlock, run.count - t);
+  const HeadSteps steps{all_heads ? kvh : 1, it.heads, sweep ? 0 : head_stride * es, sweep ? block : 0};
+  for (std::int64_t t = 0; t < run.count; t += block) {
+    const std::int64_t nt = std::min(block, run.count - t);
     Prefetch first_head;
     if (sweep) {  // the pieces after this block: the rest of the run, then the rows of `next`
       const std::int64_t here = (run.count - t - nt) * kvh;
       first_head = {here > 0 ? first + (t + nt) * token_stride * es : nullptr, row_bytes, row_bytes, 0, here,
                     NextRows{next.first, next.count * kvh}};
     } else {
-      first_head = {first + t * token_stride * es, token_stride * es, row_bytes, kTokenBlock, run.count - t, next};
+      first_head = {first + t * token_stride * es, token_stride * es, row_bytes, block, run.count - t, next};
     }
     for (std::int64_t rl = 0; rl < nrows; ++rl)
       for (std::int64_t hk = 0; hk < kvh; hk += steps.count)

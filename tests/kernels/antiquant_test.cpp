@@ -195,11 +195,12 @@ TEST_P(AntiquantPerIsa, LengthsAroundEveryBoundary) {
 // int8 and int4 K/V in the interleaved-head decode walk (BSH, BSND): rows read in place (int8
 // without offsets, int4 in lane order on AVX-512) take one kernel call per block for every KV
 // head, the others a call per head over their unpacked or dequantized rows; 2, 3 and 5 KV heads,
-// 4 and 8 query heads per KV head, runs around the 8-token block, contiguous and paged.
+// 4 and 8 query heads per KV head, runs around the 8-token block of K rows and the 16-token block
+// of V rows, contiguous and paged.
 TEST_P(AntiquantPerIsa, InterleavedHeadsInPlaceAndUnpacked) {
   int i = 0;
   for (std::int64_t kv_heads : {2, 3, 5})
-    for (std::int64_t kv : {7, 9, 17, 40})
+    for (std::int64_t kv : {7, 9, 16, 17, 33, 40})
       for (KvQuant format : {KvQuant::kInt8, KvQuant::kInt4}) {
         CallSpec s;
         s.layout = i % 2 ? "BSND" : "BSH";

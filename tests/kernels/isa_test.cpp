@@ -79,16 +79,17 @@ TEST_P(PerIsa, DecodeRunsOfEveryLengthAgainstThreeAndFourRows) {
 }
 
 // Decode items spanning several KV heads of interleaved rows (BSH, BSND; contiguous and paged)
-// walk blocks of 8 tokens, one kernel call covering every KV head of a block
-// (cpu/decode_rows-inl.h): 2, 3, 5 and 9 KV heads (with 8 query heads per KV head, items of 8
-// and of 1 KV heads, which do not fill the token rows), 1 to 8 query heads per KV head (past the
-// 4 rows one product covers), runs around the 8-token block, one and two query rows, a rope
-// part, a head dim with a scalar tail.
+// walk blocks of 8 tokens of K rows and 16 of V rows, one kernel call covering every KV head of a
+// block (cpu/decode_rows-inl.h): 2, 3, 5 and 9 KV heads (with 8 query heads per KV head, items of
+// 8 and of 1 KV heads, which do not fill the token rows), 1 to 8 query heads per KV head (past the
+// 4 rows one product covers), runs around both blocks and twice the V block (the two act_kv
+// differ by 3, so the second sequence ends elsewhere again), one and two query rows, a rope part,
+// a head dim with a scalar tail.
 TEST_P(PerIsa, InterleavedHeadsOneCallPerBlock) {
   int i = 0;
   for (std::int64_t kv_heads : {2, 3, 5, 9})
     for (std::int64_t group : {1, 2, 4, 5, 8})
-      for (std::int64_t kv : {7, 8, 9, 17, 40}) {
+      for (std::int64_t kv : {7, 8, 9, 16, 17, 33, 40}) {
         CallSpec s;
         s.layout = i % 2 ? "BSND" : "BSH";
         s.dtype = i % 3 ? DType::F16 : DType::BF16;
