@@ -1,6 +1,8 @@
 #include "cpu/thread_placement.hpp"
 
+#include <cstdio>
 #include <mutex>
+#include <vector>
 
 #ifdef __linux__
 #include <sched.h>
@@ -10,12 +12,42 @@
 
 namespace fia::detail {
 
+namespace {
+thread_local bool t_worker = false;
+thread_local char t_here = 0;  // its address tells the threads apart without a system call
+}  // namespace
+
 #ifdef __linux__
 int current_cpu() { return sched_getcpu(); }
 
-int current_thread_id() {
-  thread_local const int tid = static_cast<int>(syscall(SYS_gettid));
-  return tid;
+int current_thread_id() { return static_cast<int>(syscall(SYS_gettid)); }
+
+int runnable_thread_cpu(int tid) {
+  if (tid <= 0) return -1;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+  std::FILE* f = std::fopen(path, "r");  // only this process's threads are listed there
+  if (f == nullptr) return -1;
+  char line[1024];
+  const bool read = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  if (!read) return -1;
+  // "tid (name) state ..." with the name possibly holding spaces and parentheses: fields from the
+  // last ')'. The state is field 3, the CPU field 39.
+  const char* rest = nullptr;
+  for (const char* c = line; *c != '\0'; ++c)
+    if (*c == ')') rest = c;
+  if (rest == nullptr) return -1;
+  char state = 0;
+  int cpu = -1;
+  int field = 2;
+  for (const char* c = rest + 1; *c != '\0' && field < 39; ++c) {
+    if (*c != ' ') continue;
+    ++field;
+    if (field == 3) state = c[1];
+    if (field == 39) std::sscanf(c + 1, "%d", &cpu);
+  }
+  return state == 'R' ? cpu : -1;
 }
 
 bool move_thread_off(int tid, const int* avoid, int count) {
@@ -29,57 +61,86 @@ bool move_thread_off(int tid, const int* avoid, int count) {
     if (avoid[i] >= 0 && avoid[i] < CPU_SETSIZE) CPU_CLR(avoid[i], &rest);
   if (CPU_COUNT(&rest) == 0 || CPU_EQUAL(&rest, &allowed)) return false;
   if (sched_setaffinity(tid, sizeof rest, &rest) != 0) return false;
-  sched_setaffinity(tid, sizeof allowed, &allowed);  // a superset of `rest`: cannot fail
-  return true;
+  // A superset of `rest`: refused only if the thread ended or a cpuset shrank meanwhile.
+  return sched_setaffinity(tid, sizeof allowed, &allowed) == 0;
 }
 #else
 int current_cpu() { return -1; }
 int current_thread_id() { return 0; }
+int runnable_thread_cpu(int) { return -1; }
 bool move_thread_off(int, const int*, int) { return false; }
 #endif
 
-ArenaThreads::ArenaThreads(int slots) : slots_(slots), tids_(new std::atomic<int>[static_cast<unsigned>(slots)]) {
-  for (int i = 0; i < slots; ++i) tids_[i].store(0, std::memory_order_relaxed);
+const PlacementCalls& system_placement_calls() {
+  static const PlacementCalls calls{current_cpu, runnable_thread_cpu, move_thread_off};
+  return calls;
 }
 
-void ArenaThreads::record(int slot) {
-  if (slot < 0 || slot >= slots_) return;
-  const int tid = current_thread_id();
-  if (tids_[slot].load(std::memory_order_relaxed) != tid) tids_[slot].store(tid, std::memory_order_relaxed);
+ArenaThreads::ArenaThreads(tbb::task_arena& arena, int slots)
+    : tbb::task_scheduler_observer(arena), slots_(slots), tids_(new std::atomic<int>[static_cast<unsigned>(slots)]) {
+  for (int i = 0; i < slots; ++i) tids_[i].store(0, std::memory_order_relaxed);
+  observe(true);
+}
+
+ArenaThreads::~ArenaThreads() { observe(false); }
+
+void ArenaThreads::record_worker(int slot, int tid) {
+  if (slot >= 1 && slot < slots_) tids_[slot].store(tid, std::memory_order_relaxed);
 }
 
 int ArenaThreads::next_worker() {
-  if (slots_ < 2) return 0;
-  const unsigned n = turn_.fetch_add(1, std::memory_order_relaxed);
-  return tids_[1 + n % static_cast<unsigned>(slots_ - 1)].load(std::memory_order_relaxed);
+  for (int tries = 1; tries < slots_; ++tries) {
+    const unsigned n = turn_.fetch_add(1, std::memory_order_relaxed);
+    const int tid = tids_[1 + n % static_cast<unsigned>(slots_ - 1)].load(std::memory_order_relaxed);
+    if (tid != 0) return tid;
+  }
+  return 0;
 }
 
-LoopPlacement::LoopPlacement(ArenaThreads& threads)
-    : threads_(threads), cpus_(new std::atomic<int>[static_cast<unsigned>(threads.slots())]) {
+bool ArenaThreads::on_worker_thread() { return t_worker; }
+
+void ArenaThreads::on_scheduler_entry(bool is_worker) {
+  if (!is_worker) return;
+  t_worker = true;
+  record_worker(tbb::this_task_arena::current_thread_index(), current_thread_id());
+}
+
+LoopPlacement::LoopPlacement(ArenaThreads& threads, const PlacementCalls& calls)
+    : threads_(threads),
+      calls_(calls),
+      owner_(&t_here),
+      cpus_(new std::atomic<int>[static_cast<unsigned>(threads.slots())]) {
   for (int i = 0; i < threads.slots(); ++i) cpus_[i].store(-1, std::memory_order_relaxed);
 }
 
 void LoopPlacement::task_started(int slot) {
   const int n = threads_.slots();
-  if (slot < 0 || slot >= n) return;
-  const int cpu = current_cpu();
+  if (slot < 0 || slot >= n || no_room_.load(std::memory_order_relaxed)) return;
+  const int cpu = calls_.current_cpu();
   if (cpu < 0) return;
   cpus_[slot].store(cpu, std::memory_order_relaxed);
-  if (slot == 0) {
-    if (++caller_tasks_ == 2 && !worker_started_.load(std::memory_order_relaxed)) {
-      const int tid = threads_.next_worker();
-      if (tid != 0) move_thread_off(tid, &cpu, 1);
+  if (&t_here == owner_) {
+    owner_cpu_.store(cpu, std::memory_order_relaxed);
+    if (++owner_tasks_ == 2 && !worker_started_.load(std::memory_order_relaxed)) {
+      const int worker = threads_.next_worker();
+      if (worker != 0 && worker != current_thread_id() && calls_.runnable_thread_cpu(worker) == cpu)
+        calls_.move_thread_off(worker, &cpu, 1);
     }
     return;
   }
-  threads_.record(slot);
+  if (!ArenaThreads::on_worker_thread()) return;
   if (!worker_started_.load(std::memory_order_relaxed)) worker_started_.store(true, std::memory_order_relaxed);
-  bool shared = false;
+  bool shared = owner_cpu_.load(std::memory_order_relaxed) == cpu;
   for (int s = 0; s < slot && !shared; ++s) shared = cpus_[s].load(std::memory_order_relaxed) == cpu;
   if (!shared) return;
-  std::unique_ptr<int[]> others(new int[static_cast<unsigned>(n)]);
-  for (int s = 0; s < n; ++s) others[s] = s == slot ? -1 : cpus_[s].load(std::memory_order_relaxed);
-  if (move_thread_off(0, others.get(), n)) cpus_[slot].store(current_cpu(), std::memory_order_relaxed);
+  std::vector<int> others(static_cast<std::size_t>(n) + 1);
+  for (int s = 0; s < n; ++s) others[static_cast<std::size_t>(s)] = s == slot ? -1 : cpus_[s].load(std::memory_order_relaxed);
+  others[static_cast<std::size_t>(n)] = owner_cpu_.load(std::memory_order_relaxed);
+  if (calls_.move_thread_off(0, others.data(), n + 1)) {
+    cpus_[slot].store(calls_.current_cpu(), std::memory_order_relaxed);
+  } else {
+    no_room_.store(true, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace fia::detail

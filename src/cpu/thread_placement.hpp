@@ -4,13 +4,17 @@
 // CPUs busy, and an idle virtual CPU can count as busy to it. The worker then waits behind the
 // calling thread, which is computing, until the load balancer moves it, milliseconds later: a
 // whole decode call can run on one CPU while the other idles (Zen 4 VM, 2 threads: the worker
-// took no task in 20-50 of 90 back-to-back D1-like calls with a 5 ms pause every third). Moving a
+// took no task in up to 76 of 90 D1-like calls with a 5 ms pause after every third). Moving a
 // thread off a CPU is a change of its affinity mask that excludes the CPU, and the mask is put
-// back at once, so no thread stays pinned; the calling thread itself is never moved.
+// back at once, so no thread stays pinned. Only oneTBB's worker threads are ever moved: never a
+// thread that called the library, and never the thread that runs the loop.
 #pragma once
 
 #include <atomic>
 #include <memory>
+
+#include <tbb/task_arena.h>
+#include <tbb/task_scheduler_observer.h>
 
 namespace fia::detail {
 
@@ -20,23 +24,44 @@ int current_cpu();
 /// The kernel's id of the calling thread, or 0 where the system has none.
 int current_thread_id();
 
+/// The CPU that thread `tid` of this process runs or waits to run on when it is runnable; -1 when
+/// it sleeps, is no thread of this process, or the system does not say.
+int runnable_thread_cpu(int tid);
+
 /// Moves thread `tid` (0: the calling thread) onto one of the CPUs its affinity mask allows
 /// other than the `count` CPUs in `avoid` (entries < 0 are ignored), and restores the mask. One
-/// move runs at a time in the process (two at once could restore each other's narrowed mask).
-/// Returns false, changing nothing, where the mask allows no other CPU, another move is under
-/// way, or the system refuses.
+/// move runs at a time in the process (two at once could restore each other's narrowed mask). A
+/// change another thread makes to `tid`'s mask within the move's microseconds is lost. Returns
+/// false, changing nothing, where the mask allows no other CPU, another move is under way, or the
+/// system refuses.
 bool move_thread_off(int tid, const int* avoid, int count);
 
-/// The threads that last ran each slot of a oneTBB arena (slot 0: the calling thread, 1 and up:
-/// workers), kept across calls so that a loop whose workers are late can move them.
-class ArenaThreads {
+/// The system calls LoopPlacement makes (tests replace them).
+struct PlacementCalls {
+  int (*current_cpu)();
+  int (*runnable_thread_cpu)(int tid);
+  bool (*move_thread_off)(int tid, const int* avoid, int count);
+};
+
+/// current_cpu, runnable_thread_cpu and move_thread_off above.
+const PlacementCalls& system_placement_calls();
+
+/// The oneTBB worker threads that entered an arena, by slot (slot 0 is reserved for the threads
+/// that call into the arena), kept across calls so that a loop whose workers are late can move
+/// one; and, for each thread, whether it is a oneTBB worker.
+class ArenaThreads : public tbb::task_scheduler_observer {
  public:
-  explicit ArenaThreads(int slots);
+  /// Observes `arena` (of `slots` slots) from now until destruction.
+  ArenaThreads(tbb::task_arena& arena, int slots);
+  ~ArenaThreads() override;
   int slots() const { return slots_; }
-  /// Records the calling thread as the one running `slot`.
-  void record(int slot);
-  /// The next worker slot's thread (slots 1 .. slots - 1 in turn), 0 if none ran yet.
+  /// Records thread `tid` as the oneTBB worker in `slot` (the observer does this on entry).
+  void record_worker(int slot, int tid);
+  /// The next recorded worker (slots 1 .. slots - 1 in turn, empty ones skipped), 0 if none.
   int next_worker();
+  /// True on a thread that has entered an observed arena as a oneTBB worker.
+  static bool on_worker_thread();
+  void on_scheduler_entry(bool is_worker) override;
 
  private:
   int slots_;
@@ -44,24 +69,30 @@ class ArenaThreads {
   std::atomic<unsigned> turn_{0};
 };
 
-/// The placement rules of one parallel loop, applied as each task starts:
-/// * a worker that finds itself on the CPU of a thread of the loop with a lower slot (the calling
-///   thread's first) moves itself off every CPU the loop's other threads were seen on;
-/// * when the calling thread starts its second task and no worker has started one yet, it moves
-///   one worker thread (in turn) off its own CPU: a worker queued behind it cannot run to move
-///   itself.
+/// The placement rules of one parallel loop, applied as each task starts. The thread that
+/// constructs it runs the loop (its owner); then
+/// * a oneTBB worker on the owner's CPU, or on the CPU of a thread of the loop in a lower slot,
+///   moves itself off every CPU the loop's other threads were seen on;
+/// * when the owner starts its second task and no worker has started one yet, it moves the next
+///   recorded worker off its own CPU if that worker waits there to run: a worker queued behind
+///   the owner cannot run to move itself.
+/// Other threads (another caller's, sharing the arena) are left where they are.
 class LoopPlacement {
  public:
-  explicit LoopPlacement(ArenaThreads& threads);
+  explicit LoopPlacement(ArenaThreads& threads, const PlacementCalls& calls = system_placement_calls());
   /// Called by the thread running `slot` (tbb::this_task_arena::current_thread_index()) at the
   /// start of each of its tasks.
   void task_started(int slot);
 
  private:
   ArenaThreads& threads_;
+  const PlacementCalls& calls_;
+  const char* const owner_;  // a thread_local's address on the owner
   std::unique_ptr<std::atomic<int>[]> cpus_;  // per slot, the CPU its last task started on
+  std::atomic<int> owner_cpu_{-1};
   std::atomic<bool> worker_started_{false};
-  int caller_tasks_ = 0;  // touched by slot 0 only
+  std::atomic<bool> no_room_{false};  // a worker's move found no other CPU: no more tries
+  int owner_tasks_ = 0;                // touched by the owner only
 };
 
 }  // namespace fia::detail

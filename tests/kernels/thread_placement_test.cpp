@@ -1,13 +1,17 @@
-// Threads of one parallel loop moved off each other's CPUs (cpu/thread_placement.hpp): the moves
-// happen, land on another allowed CPU and leave every affinity mask as it was.
+// Threads of one parallel loop moved off each other's CPUs (cpu/thread_placement.hpp): the rules
+// with the system calls replaced (which thread moves whom, and when), then the system calls
+// themselves on Linux (the moves happen, land on another allowed CPU and keep every mask).
 #include <gtest/gtest.h>
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
+#include <condition_variable>
 #include <functional>
-#include <sstream>
-#include <string>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -15,10 +19,183 @@
 
 #ifdef __linux__
 #include <sched.h>
+#endif
 
 namespace fia::detail {
 namespace {
 
+/// Replacement system calls: every thread is on kCpu, the threads in `queued` wait to run there,
+/// and each move is recorded with the thread that made it.
+constexpr int kCpu = 3;
+struct Move {
+  std::thread::id by;
+  int tid;
+  std::vector<int> avoid;
+};
+std::mutex g_mu;
+std::vector<Move> g_moves;
+std::vector<int> g_queued;
+bool g_move_result = true;
+
+int fake_cpu() { return kCpu; }
+int fake_runnable_cpu(int tid) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (int q : g_queued)
+    if (q == tid) return kCpu;
+  return -1;
+}
+bool fake_move(int tid, const int* avoid, int count) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_moves.push_back({std::this_thread::get_id(), tid, std::vector<int>(avoid, avoid + count)});
+  return g_move_result;
+}
+const PlacementCalls kFake{fake_cpu, fake_runnable_cpu, fake_move};
+
+class LoopPlacementRules : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_moves.clear();
+    g_queued.clear();
+    g_move_result = true;
+  }
+  std::vector<Move> moves() {
+    std::lock_guard<std::mutex> lock(g_mu);
+    return g_moves;
+  }
+  tbb::task_arena arena{2};
+  ArenaThreads threads{arena, 2};
+};
+
+/// Runs fn on a thread that is (to the rules) a oneTBB worker.
+void as_worker(ArenaThreads& threads, const std::function<void()>& fn) {
+  std::thread([&] {
+    threads.on_scheduler_entry(true);
+    fn();
+  }).join();
+}
+
+TEST_F(LoopPlacementRules, TheOwnerMovesAWorkerQueuedOnItsCpuAtItsSecondTask) {
+  threads.record_worker(1, 4242);
+  g_queued = {4242};
+  LoopPlacement loop(threads, kFake);
+  loop.task_started(0);
+  EXPECT_TRUE(moves().empty());
+  loop.task_started(0);
+  const std::vector<Move> made = moves();
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].tid, 4242);
+  EXPECT_EQ(made[0].avoid, std::vector<int>{kCpu});
+  loop.task_started(0);
+  EXPECT_EQ(moves().size(), 1u);
+}
+
+TEST_F(LoopPlacementRules, TheOwnerLeavesWorkersThatWaitElsewhereOrStarted) {
+  threads.record_worker(1, 4242);
+  {
+    LoopPlacement loop(threads, kFake);  // not queued on the owner's CPU
+    loop.task_started(0);
+    loop.task_started(0);
+  }
+  g_queued = {4242};
+  {
+    LoopPlacement loop(threads, kFake);  // a worker has started a task already
+    as_worker(threads, [&] { loop.task_started(1); });
+    const auto before = moves().size();
+    loop.task_started(0);
+    loop.task_started(0);
+    EXPECT_EQ(moves().size(), before);
+  }
+  {
+    ArenaThreads none(arena, 2);  // no worker recorded
+    LoopPlacement loop(none, kFake);
+    const auto before = moves().size();
+    loop.task_started(0);
+    loop.task_started(0);
+    EXPECT_EQ(moves().size(), before);
+  }
+  for (const Move& m : moves()) EXPECT_NE(m.by, std::this_thread::get_id()) << "the owner moved something";
+}
+
+TEST_F(LoopPlacementRules, AWorkerOnTheOwnersCpuMovesItselfOffTheLoopsCpus) {
+  LoopPlacement loop(threads, kFake);
+  loop.task_started(0);
+  std::thread::id worker;
+  as_worker(threads, [&] {
+    worker = std::this_thread::get_id();
+    loop.task_started(1);
+  });
+  const std::vector<Move> made = moves();
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].by, worker);
+  EXPECT_EQ(made[0].tid, 0);  // itself
+  bool avoids_owner = false;
+  for (int c : made[0].avoid) avoids_owner |= c == kCpu;
+  EXPECT_TRUE(avoids_owner) << ::testing::PrintToString(made[0].avoid);
+}
+
+TEST_F(LoopPlacementRules, OtherThreadsAndTheOwnerNeverMove) {
+  LoopPlacement loop(threads, kFake);
+  loop.task_started(0);
+  std::thread([&] { loop.task_started(1); }).join();  // another caller's thread in slot 1
+  loop.task_started(0);
+  EXPECT_TRUE(moves().empty());
+}
+
+TEST_F(LoopPlacementRules, AWorkerThatFindsNoRoomStopsTheLoopsTries) {
+  g_move_result = false;
+  LoopPlacement loop(threads, kFake);
+  loop.task_started(0);
+  as_worker(threads, [&] {
+    loop.task_started(1);
+    loop.task_started(1);
+  });
+  EXPECT_EQ(moves().size(), 1u);
+}
+
+// Two threads calling into one arena at once: whatever slots they take, only oneTBB's workers
+// move themselves, and the owners move only recorded workers, never a caller, though the callers
+// wait to run on the owners' CPU as far as the rules can tell.
+TEST_F(LoopPlacementRules, CallersSharingAnArenaAreNeverMoved) {
+  tbb::task_arena shared(3);  // two callers and a worker
+  ArenaThreads observed(shared, 3);
+  std::atomic<int> caller_tids[2] = {0, 0};
+  std::vector<std::thread::id> callers(2);
+  // Rounds until the worker has taken part (and so moved itself) at least once.
+  for (int round = 0; round < 20 && moves().empty(); ++round) {
+    std::vector<std::thread> threads_of_callers;
+    for (int c = 0; c < 2; ++c)
+      threads_of_callers.emplace_back([&, c] {
+        callers[static_cast<std::size_t>(c)] = std::this_thread::get_id();
+        caller_tids[c] = current_thread_id();
+        {
+          std::lock_guard<std::mutex> lock(g_mu);
+          g_queued.push_back(caller_tids[c]);
+        }
+        for (int call = 0; call < 10; ++call)
+          shared.execute([&] {
+            LoopPlacement loop(observed, kFake);
+            tbb::parallel_for(
+                tbb::blocked_range<int>(0, 8, 1),
+                [&](const tbb::blocked_range<int>&) {
+                  loop.task_started(tbb::this_task_arena::current_thread_index());
+                  std::this_thread::sleep_for(std::chrono::microseconds(200));
+                },
+                tbb::simple_partitioner());
+          });
+      });
+    for (auto& t : threads_of_callers) t.join();
+    for (const Move& m : moves()) {
+      const bool by_caller = m.by == callers[0] || m.by == callers[1];
+      EXPECT_FALSE(m.tid == 0 && by_caller) << "a caller moved itself";
+      EXPECT_NE(m.tid, caller_tids[0].load());
+      EXPECT_NE(m.tid, caller_tids[1].load());
+    }
+  }
+  EXPECT_FALSE(moves().empty()) << "the worker, on the owners' CPU, never moved";
+}
+
+#ifdef __linux__
 cpu_set_t mask_of(int tid) {
   cpu_set_t s;
   CPU_ZERO(&s);
@@ -28,40 +205,42 @@ cpu_set_t mask_of(int tid) {
 
 bool same_mask(const cpu_set_t& a, const cpu_set_t& b) { return CPU_EQUAL(&a, &b) != 0; }
 
-/// The CPU thread `tid` of this process last ran on, or is queued on (/proc's "processor").
-int cpu_of(int tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  std::istringstream rest(line.substr(line.rfind(')') + 2));
-  std::string field;
-  for (int i = 3; i <= 39; ++i) rest >> field;  // fields 3 .. 39; 39 is the processor
-  return std::stoi(field);
+int allowed_cpus() {
+  const cpu_set_t all = mask_of(0);
+  return CPU_COUNT(&all);
 }
 
-/// Two CPUs this process may run on, or skips the test.
-#define REQUIRE_TWO_CPUS()                                                              \
-  do {                                                                                  \
-    const cpu_set_t all = mask_of(0);                                                   \
-    if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "needs two CPUs in the affinity mask";     \
-  } while (0)
+/// Puts the calling thread's affinity mask back when the test ends, however it ends.
+struct MaskGuard {
+  cpu_set_t saved = mask_of(0);
+  ~MaskGuard() { sched_setaffinity(0, sizeof saved, &saved); }
+};
 
-/// A thread that runs `first`, then spins until told to stop.
+/// A thread that runs `first`, then spins (or sleeps, when `sleep`) until told to stop.
 struct Spinner {
   std::atomic<int> tid{0};
   std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::condition_variable cv;
   std::thread thread;
-  explicit Spinner(std::function<void()> first = [] {})
-      : thread([this, first] {
-          first();
+  explicit Spinner(bool sleep = false)
+      : thread([this, sleep] {
           tid.store(current_thread_id());
+          if (sleep) {
+            std::unique_lock<std::mutex> lock(mu);
+            cv.wait(lock, [this] { return stop.load(); });
+          }
           while (!stop.load()) {
           }
         }) {
     while (tid.load() == 0) std::this_thread::yield();
   }
   ~Spinner() {
-    stop.store(true);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop.store(true);
+    }
+    cv.notify_all();
     thread.join();
   }
 };
@@ -75,29 +254,33 @@ void pin(int tid, int cpu) {
 }
 
 TEST(ThreadPlacement, MovesTheCallingThreadOffItsCpuAndKeepsItsMask) {
-  REQUIRE_TWO_CPUS();
-  const cpu_set_t before = mask_of(0);
+  if (allowed_cpus() < 2) GTEST_SKIP() << "needs two CPUs in the affinity mask";
+  const MaskGuard guard;
   const int cpu = current_cpu();
   ASSERT_TRUE(move_thread_off(0, &cpu, 1));
-  EXPECT_NE(current_cpu(), cpu);
-  EXPECT_TRUE(CPU_ISSET(current_cpu(), &before));
-  EXPECT_TRUE(same_mask(mask_of(0), before));
+  EXPECT_NE(current_cpu(), cpu);  // it runs again before anything could move it back
+  EXPECT_TRUE(same_mask(mask_of(0), guard.saved));
 }
 
-TEST(ThreadPlacement, MovesAnotherThreadOffItsCpu) {
-  REQUIRE_TWO_CPUS();
-  const cpu_set_t all = mask_of(0);
+TEST(ThreadPlacement, MovesAnotherThreadOffItsCpuAndKeepsItsMask) {
+  if (allowed_cpus() < 2) GTEST_SKIP() << "needs two CPUs in the affinity mask";
+  const MaskGuard guard;
   Spinner other;
   const int from = current_cpu();
   // Both on one CPU, this thread pinned there so that the CPU stays busy: an idle one would pull
   // the moved thread back as soon as it could.
+  // The load balancer may move it first (to the idle CPU), so the setup is tried a few times.
   pin(0, from);
-  pin(other.tid, from);
-  ASSERT_EQ(sched_setaffinity(other.tid, sizeof all, &all), 0);
+  bool queued = false;
+  for (int attempt = 0; attempt < 20 && !queued; ++attempt) {
+    pin(other.tid, from);
+    ASSERT_EQ(sched_setaffinity(other.tid, sizeof guard.saved, &guard.saved), 0);
+    queued = runnable_thread_cpu(other.tid) == from;
+  }
+  if (!queued) GTEST_SKIP() << "the load balancer moved the other thread every time";
   EXPECT_TRUE(move_thread_off(other.tid, &from, 1));
-  EXPECT_NE(cpu_of(other.tid), from);
-  EXPECT_TRUE(same_mask(mask_of(other.tid), all));
-  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  EXPECT_NE(runnable_thread_cpu(other.tid), from);
+  EXPECT_TRUE(same_mask(mask_of(other.tid), guard.saved));
 }
 
 TEST(ThreadPlacement, RefusesWhereTheMaskAllowsNoOtherCpu) {
@@ -112,8 +295,10 @@ TEST(ThreadPlacement, RefusesWhereTheMaskAllowsNoOtherCpu) {
   EXPECT_TRUE(same_mask(mask_of(0), before));
 }
 
+// On two CPUs a move that reads a mask another move narrowed finds nothing to do, so the race the
+// lock prevents needs three.
 TEST(ThreadPlacement, ConcurrentMovesLeaveTheMaskWhole) {
-  REQUIRE_TWO_CPUS();
+  if (allowed_cpus() < 3) GTEST_SKIP() << "needs three CPUs in the affinity mask";
   const cpu_set_t all = mask_of(0);
   std::vector<int> cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c)
@@ -128,47 +313,29 @@ TEST(ThreadPlacement, ConcurrentMovesLeaveTheMaskWhole) {
   EXPECT_TRUE(same_mask(mask_of(target.tid), all));
 }
 
-TEST(LoopPlacement, AWorkerOnTheCallersCpuMovesItself) {
-  REQUIRE_TWO_CPUS();
-  const cpu_set_t before = mask_of(0);
-  ArenaThreads threads(2);
-  LoopPlacement loop(threads);
-  // One thread in both roles: the caller's task records its CPU, the worker's finds it there.
+TEST(ThreadPlacement, RunnableThreadCpuSaysWhereARunnableThreadOfThisProcessIs) {
+  const MaskGuard guard;
   const int cpu = current_cpu();
-  loop.task_started(0);
-  loop.task_started(1);
-  EXPECT_NE(current_cpu(), cpu);
-  EXPECT_TRUE(same_mask(mask_of(0), before));
-  EXPECT_EQ(threads.next_worker(), current_thread_id());
-}
-
-TEST(LoopPlacement, TheCallerMovesAWorkerQueuedBehindIt) {
-  REQUIRE_TWO_CPUS();
-  const cpu_set_t all = mask_of(0);
-  ArenaThreads threads(2);
-  Spinner worker([&] { threads.record(1); });  // slot 1's thread, as after an earlier call
-  const int cpu = current_cpu();
-  pin(0, cpu);
-  // The worker queued on this thread's CPU with every CPU allowed, as Linux leaves a woken
-  // worker; the load balancer may move it first, so the setup is tried a few times.
-  bool queued = false;
-  for (int attempt = 0; attempt < 10 && !queued; ++attempt) {
-    pin(worker.tid, cpu);
-    ASSERT_EQ(sched_setaffinity(worker.tid, sizeof all, &all), 0);
-    queued = cpu_of(worker.tid) == cpu;
+  {
+    Spinner running;
+    pin(running.tid, cpu);
+    EXPECT_EQ(runnable_thread_cpu(running.tid), cpu);
   }
-  if (queued) {
-    LoopPlacement loop(threads);
-    loop.task_started(0);
-    EXPECT_EQ(cpu_of(worker.tid), cpu) << "moved before the caller's second task";
-    loop.task_started(0);
-    EXPECT_NE(cpu_of(worker.tid), cpu);
-    EXPECT_TRUE(same_mask(mask_of(worker.tid), all));
+  {
+    Spinner sleeping(true);
+    bool asleep = false;  // sleeping once it has reached the wait
+    for (int i = 0; i < 1000 && !asleep; ++i) {
+      asleep = runnable_thread_cpu(sleeping.tid) == -1;
+      if (!asleep) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_TRUE(asleep);
   }
-  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
-  if (!queued) GTEST_SKIP() << "the load balancer moved the worker every time";
+  int ended = 0;
+  std::thread([&] { ended = current_thread_id(); }).join();
+  EXPECT_EQ(runnable_thread_cpu(ended), -1);  // no longer a thread of this process
+  EXPECT_EQ(runnable_thread_cpu(0), -1);
 }
+#endif  // __linux__
 
 }  // namespace
 }  // namespace fia::detail
-#endif  // __linux__
