@@ -142,10 +142,10 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
 /// every (query row, KV head) of a narrow item over one run. Single-head items take the run whole,
 /// prefetching their rows ahead; items spanning several KV heads go block by block of
 /// kTokenBlock tokens of K rows or kValueTokenBlock of V rows, all heads of a block before the
-/// next, while the heads' passes prefetch the next block. Where the item's heads fill the token rows (every KV head of BSH/BSND rows), the
-/// next block's bytes are one contiguous sequence of row-sized pieces and the passes sweep it in
-/// address order, kTokenBlock pieces each; otherwise each head's pass prefetches its own rows of
-/// the next block, 2 KiB apart in D2. D2 with the sweep, in three sets of pairs alternating
+/// next, while the heads' passes prefetch the next block. Where the item's heads fill the token
+/// rows (every KV head of BSH/BSND rows), the next block's bytes are one contiguous sequence of
+/// row-sized pieces and the passes sweep it in address order, a block's worth of pieces each;
+/// otherwise each head's pass prefetches its own rows of the next block, 2 KiB apart in D2. D2 with the sweep, in three sets of pairs alternating
 /// with the build before (Zen 4): AVX2 0.956x, 1.000x and 0.963x the time (faster in 20 of 32
 /// pairs), AVX3 0.941x, 1.026x and 0.991x (16 of 32): a small gain on AVX2, none on AVX3.
 /// The rows are the run's K rows when `keys` (qk_dim elements), else its V rows (v_dim); V rows

@@ -1,5 +1,6 @@
 #include "cpu/thread_placement.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <vector>
@@ -13,8 +14,28 @@
 namespace fia::detail {
 
 namespace {
-thread_local bool t_worker = false;
+
+/// Every ArenaThreads alive, so that a worker thread that ends is forgotten by all of them before
+/// its id can name another thread. Never destroyed: threads may end after static destruction.
+struct Registry {
+  std::mutex mu;
+  std::vector<ArenaThreads*> all;
+};
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+/// On a oneTBB worker thread, its id once it has entered an observed arena.
+struct WorkerMark {
+  int tid = 0;
+  ~WorkerMark() {
+    if (tid != 0) ArenaThreads::forget(tid);
+  }
+};
+thread_local WorkerMark t_worker;
 thread_local char t_here = 0;  // its address tells the threads apart without a system call
+
 }  // namespace
 
 #ifdef __linux__
@@ -79,10 +100,28 @@ const PlacementCalls& system_placement_calls() {
 ArenaThreads::ArenaThreads(tbb::task_arena& arena, int slots)
     : tbb::task_scheduler_observer(arena), slots_(slots), tids_(new std::atomic<int>[static_cast<unsigned>(slots)]) {
   for (int i = 0; i < slots; ++i) tids_[i].store(0, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().all.push_back(this);
+  }
   observe(true);
 }
 
-ArenaThreads::~ArenaThreads() { observe(false); }
+ArenaThreads::~ArenaThreads() {
+  observe(false);
+  std::lock_guard<std::mutex> lock(registry().mu);
+  auto& all = registry().all;
+  all.erase(std::remove(all.begin(), all.end(), this), all.end());
+}
+
+void ArenaThreads::forget(int tid) {
+  std::lock_guard<std::mutex> lock(registry().mu);
+  for (ArenaThreads* a : registry().all)
+    for (int i = 0; i < a->slots_; ++i) {
+      int expected = tid;
+      a->tids_[i].compare_exchange_strong(expected, 0, std::memory_order_relaxed);
+    }
+}
 
 void ArenaThreads::record_worker(int slot, int tid) {
   if (slot >= 1 && slot < slots_) tids_[slot].store(tid, std::memory_order_relaxed);
@@ -97,12 +136,12 @@ int ArenaThreads::next_worker() {
   return 0;
 }
 
-bool ArenaThreads::on_worker_thread() { return t_worker; }
+bool ArenaThreads::on_worker_thread() { return t_worker.tid != 0; }
 
 void ArenaThreads::on_scheduler_entry(bool is_worker) {
   if (!is_worker) return;
-  t_worker = true;
-  record_worker(tbb::this_task_arena::current_thread_index(), current_thread_id());
+  if (t_worker.tid == 0) t_worker.tid = current_thread_id();
+  record_worker(tbb::this_task_arena::current_thread_index(), t_worker.tid);
 }
 
 LoopPlacement::LoopPlacement(ArenaThreads& threads, const PlacementCalls& calls)

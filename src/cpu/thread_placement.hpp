@@ -61,6 +61,8 @@ class ArenaThreads : public tbb::task_scheduler_observer {
   int next_worker();
   /// True on a thread that has entered an observed arena as a oneTBB worker.
   static bool on_worker_thread();
+  /// Forgets thread `tid` in every ArenaThreads (a worker thread does this as it ends).
+  static void forget(int tid);
   void on_scheduler_entry(bool is_worker) override;
 
  private:

@@ -117,6 +117,16 @@ TEST_F(LoopPlacementRules, TheOwnerLeavesWorkersThatWaitElsewhereOrStarted) {
   for (const Move& m : moves()) EXPECT_NE(m.by, std::this_thread::get_id()) << "the owner moved something";
 }
 
+TEST_F(LoopPlacementRules, AWorkerThatEndsIsForgotten) {
+  int tid = 0;
+  as_worker(threads, [&] {
+    tid = current_thread_id();
+    threads.record_worker(1, tid);
+    EXPECT_EQ(threads.next_worker(), tid);
+  });
+  EXPECT_EQ(threads.next_worker(), 0) << "thread " << tid << " ended, its id may name another";
+}
+
 TEST_F(LoopPlacementRules, AWorkerOnTheOwnersCpuMovesItselfOffTheLoopsCpus) {
   LoopPlacement loop(threads, kFake);
   loop.task_started(0);
