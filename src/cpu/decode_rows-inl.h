@@ -145,9 +145,10 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
 /// next, while the heads' passes prefetch the next block. Where the item's heads fill the token
 /// rows (every KV head of BSH/BSND rows), the next block's bytes are one contiguous sequence of
 /// row-sized pieces and the passes sweep it in address order, a block's worth of pieces each;
-/// otherwise each head's pass prefetches its own rows of the next block, 2 KiB apart in D2. D2 with the sweep, in three sets of pairs alternating
-/// with the build before (Zen 4): AVX2 0.956x, 1.000x and 0.963x the time (faster in 20 of 32
-/// pairs), AVX3 0.941x, 1.026x and 0.991x (16 of 32): a small gain on AVX2, none on AVX3.
+/// otherwise each head's pass prefetches its own rows of the next block, 2 KiB apart in D2. D2
+/// with the sweep, in three sets of pairs alternating with the build before (Zen 4): AVX2 0.956x,
+/// 1.000x and 0.963x the time (faster in 20 of 32 pairs), AVX3 0.941x, 1.026x and 0.991x (16 of
+/// 32): a small gain on AVX2, none on AVX3.
 /// The rows are the run's K rows when `keys` (qk_dim elements), else its V rows (v_dim); V rows
 /// and the K rows of one- or two-row items are prefetched kPrefetchBytesFar ahead where they are
 /// contiguous, other K rows kPrefetchBytes. With `all_heads` one call covers every KV

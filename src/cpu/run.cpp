@@ -174,7 +174,7 @@ RowStats row_stats(const Problem& p, const WorkItem& it, const Scratch& s, const
 
 /// A oneTBB task arena and the threads that ran its slots (cpu/thread_placement.hpp).
 struct Arena {
-  explicit Arena(int workers) : arena(workers), threads(arena, workers) {}
+  explicit Arena(int workers) : arena(workers), threads(arena) {}
   tbb::task_arena arena;
   ArenaThreads threads;
 };

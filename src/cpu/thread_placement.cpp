@@ -97,9 +97,11 @@ const PlacementCalls& system_placement_calls() {
   return calls;
 }
 
-ArenaThreads::ArenaThreads(tbb::task_arena& arena, int slots)
-    : tbb::task_scheduler_observer(arena), slots_(slots), tids_(new std::atomic<int>[static_cast<unsigned>(slots)]) {
-  for (int i = 0; i < slots; ++i) tids_[i].store(0, std::memory_order_relaxed);
+ArenaThreads::ArenaThreads(tbb::task_arena& arena)
+    : tbb::task_scheduler_observer(arena),
+      slots_(arena.max_concurrency()),
+      tids_(new std::atomic<int>[static_cast<unsigned>(slots_)]) {
+  for (int i = 0; i < slots_; ++i) tids_[i].store(0, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> lock(registry().mu);
     registry().all.push_back(this);
@@ -162,7 +164,7 @@ void LoopPlacement::task_started(int slot) {
     owner_cpu_.store(cpu, std::memory_order_relaxed);
     if (++owner_tasks_ == 2 && !worker_started_.load(std::memory_order_relaxed)) {
       const int worker = threads_.next_worker();
-      if (worker != 0 && worker != current_thread_id() && calls_.runnable_thread_cpu(worker) == cpu)
+      if (worker != 0 && worker != t_worker.tid && calls_.runnable_thread_cpu(worker) == cpu)
         calls_.move_thread_off(worker, &cpu, 1);
     }
     return;

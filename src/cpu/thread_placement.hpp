@@ -51,8 +51,8 @@ const PlacementCalls& system_placement_calls();
 /// one; and, for each thread, whether it is a oneTBB worker.
 class ArenaThreads : public tbb::task_scheduler_observer {
  public:
-  /// Observes `arena` (of `slots` slots) from now until destruction.
-  ArenaThreads(tbb::task_arena& arena, int slots);
+  /// Observes `arena` (its max_concurrency() slots) from now until destruction.
+  explicit ArenaThreads(tbb::task_arena& arena);
   ~ArenaThreads() override;
   int slots() const { return slots_; }
   /// Records thread `tid` as the oneTBB worker in `slot` (the observer does this on entry).

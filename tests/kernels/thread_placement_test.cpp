@@ -64,7 +64,7 @@ class LoopPlacementRules : public ::testing::Test {
     return g_moves;
   }
   tbb::task_arena arena{2};
-  ArenaThreads threads{arena, 2};
+  ArenaThreads threads{arena};
 };
 
 /// Runs fn on a thread that is (to the rules) a oneTBB worker.
@@ -107,7 +107,7 @@ TEST_F(LoopPlacementRules, TheOwnerLeavesWorkersThatWaitElsewhereOrStarted) {
     EXPECT_EQ(moves().size(), before);
   }
   {
-    ArenaThreads none(arena, 2);  // no worker recorded
+    ArenaThreads none(arena);  // no worker recorded
     LoopPlacement loop(none, kFake);
     const auto before = moves().size();
     loop.task_started(0);
@@ -168,7 +168,7 @@ TEST_F(LoopPlacementRules, AWorkerThatFindsNoRoomStopsTheLoopsTries) {
 // wait to run on the owners' CPU as far as the rules can tell.
 TEST_F(LoopPlacementRules, CallersSharingAnArenaAreNeverMoved) {
   tbb::task_arena shared(3);  // two callers and a worker
-  ArenaThreads observed(shared, 3);
+  ArenaThreads observed(shared);
   std::atomic<int> caller_tids[2] = {0, 0};
   std::vector<std::thread::id> callers(2);
   // Rounds until the worker has taken part (and so moved itself) at least once.
