@@ -320,6 +320,15 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
 #undef FIA_ACC_STORE
 }
 
+/// Bytes from the start of a row of Src to its element d.
+template <class Src>
+constexpr std::int64_t column_bytes(std::int64_t d) {
+  return d * static_cast<std::int64_t>(sizeof(typename Src::T)) / kElementsPerWord<Src>;
+}
+
+/// x rounded down to a multiple of a cache line (64 bytes).
+constexpr std::int64_t line_start(std::int64_t x) { return x & ~std::int64_t{63}; }
+
 /// acc[r][:] += p[r][t] * V[t][:] over one run, for up to 4 rows and each KV head of `hs` (the
 /// run's V rows, the P rows pr, the accumulators acc and the prefetches stepping from head to
 /// head, as in run_dots): vector blocks of up to kBlockVectors (one pass over the tokens each;
@@ -363,12 +372,15 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
       const float* pp = pr + t0;
       const Prefetch pt = ph.from(t0);
       // A block whose every token is weighted (no key masked: the common case) skips the per-token
-      // tests. With short passes its prefetches go a share per pass: all at once (32 lines for D2)
-      // they filled the miss buffers, and the spread took 0.935x the time on D2 (Zen 4 capped at
-      // AVX2, faster in 16 of 20 alternating pairs; D1, D4 unchanged). With two passes the first
-      // prefetches token by token as it goes: against whole runs with the tests (Zen 4, AVX3, cold,
-      // 8 alternating pairs) D1 0.977x, D2 0.963x, D4 0.992x the time; prefetching a pass's share
-      // before it instead ran D1 1.04x slower than that, blocks of 32 tokens D1 1.05x.
+      // tests. Where a pass covers 64 floats or more (AVX-512: two passes over a row of 128), each
+      // pass prefetches its own share of the next rows token by token as it goes, the lines that
+      // start within its columns (the first pass prefetching whole rows instead left the second
+      // without: Zen 4, AVX3, cold, alternating pairs, D4 0.89x the time (8 of 8 faster), D2
+      // 0.96x (5 of 8; a D2-like walk 0.97x, 6 of 6), D1 0.99x (6 of 8; a D1-like walk 5 of 5)).
+      // With short passes (AVX2: six over a row of 128) each pass prefetches a share of whole rows
+      // before it instead: all at once (32 lines for D2) they filled the miss buffers, and the spread
+      // took 0.935x the time on D2 (Zen 4 capped at AVX2, faster in 16 of 20 alternating pairs; D1,
+      // D4 unchanged), where line shares token by token ran a D1-like walk 1.02x slower (0 of 5).
       const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
                          weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
       // Tokens prefetched: floor(part.count * e / vd) once a pass ends at column e (compared as
@@ -377,8 +389,12 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
       d0 = 0;
       auto pass = [&](auto nv) {
         constexpr int NV = decltype(nv)::value;
-        if (dense && !short_passes) {
-          run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
+        if (!short_passes) {
+          const std::int64_t d1 = d0 + NV * L;  // the last vector pass takes the rest of the row
+          const Prefetch share = pt.slice(line_start(column_bytes<Src>(d0)),
+                                          vd - d1 < L ? pt.bytes : line_start(column_bytes<Src>(d1)));
+          if (dense) run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, share);
+          else run_axpy<Src, ROWS, NV>(df, part, pp, ps, d0, acc, vd, share);
         } else if (dense) {
           for (const std::int64_t reach = part.count * (d0 + NV * L); (fetched + 1) * vd <= reach; ++fetched) pt.at(fetched);
           run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, Prefetch{});

@@ -95,6 +95,13 @@ struct Prefetch {
     if (bytes == 0) return {};
     return {t0 < limit ? base + t0 * stride : nullptr, stride, bytes, distance, limit - t0, next};
   }
+  /// Bytes [lo, hi) of the same rows (hi <= bytes): a share of each row.
+  Prefetch slice(std::int64_t lo, std::int64_t hi) const {
+    if (bytes == 0 || hi <= lo) return {};
+    Prefetch r = shifted(lo);
+    r.bytes = hi - lo;
+    return r;
+  }
   /// The same prefetches `offset` bytes further on (the rows of another KV head).
   Prefetch shifted(std::int64_t offset) const {
     if (bytes == 0) return {};
