@@ -352,7 +352,7 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
   // 1.05x with 64 in 16 pairs; D6, MLA rows of 1 KiB, 1.014x with 4 tokens against 16). The
   // accumulation order stays the same. Not f32 rows dequantized into the per-thread buffer: they
   // are in L1 already.
-  const std::int64_t row_bytes = vd * static_cast<std::int64_t>(sizeof(typename Src::T)) / kElementsPerWord<Src>;
+  const std::int64_t row_bytes = column_bytes<Src>(vd);
   const bool short_passes = kBlockVectors * L < 64;
   const bool blocked = !std::is_same_v<Src, DequantF32Src>;
   constexpr std::int64_t kShortPassBytes = ROWS >= 3 ? kPvBytesManyRows : kPvBytes;
