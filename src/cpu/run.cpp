@@ -37,6 +37,7 @@ struct Scratch {
   float* norm = nullptr;
   float* widened_k = nullptr;  ///< the K and V columns of tiles.kv (with a WidenedKv)
   float* widened_v = nullptr;
+  float* group = nullptr;  ///< a whole split group's scores and partials (CpuPlan::whole_groups)
   float* scores = nullptr;
 };
 
@@ -67,6 +68,7 @@ Scratch scratch_for(const Problem& p, const CpuPlan& plan, float* base, int thre
     s.widened_k = take(plan.widened_kv_cols * kw);
     s.widened_v = take(plan.widened_kv_cols * v_tile_stride(vd));
   }
+  if (plan.group_floats > 0) s.group = take(plan.group_floats);
   s.scores = f;
   return s;
 }
@@ -86,7 +88,7 @@ ScoreView score_view(const WorkItem& it, float* base, std::int64_t cols) {
   return {base, cols, 1};
 }
 
-/// A split group's storage in the wave buffer.
+/// A split group's storage: in its wave's buffer, or in a worker's scratch (CpuPlan::whole_groups).
 struct GroupStore {
   ScoreView scores;  ///< stored groups only
   std::int64_t R, Rp, vd;
@@ -96,13 +98,13 @@ struct GroupStore {
   float* acc(std::int64_t c) const { return max(c) + 2 * Rp; }
 };
 
-GroupStore store_of(const Problem& p, const SplitGroup& g, float* wave) {
+GroupStore store_of(const Problem& p, const SplitGroup& g, float* base) {
   GroupStore s;
   s.R = packed_rows(g.item);
   s.Rp = padded_rows(g.item);
   s.vd = p.v_dim;
-  if (g.stored) s.scores = score_view(g.item, wave + g.scores_offset, g.item.col_end - g.item.col_begin);
-  s.partials = wave + g.partial_offset;
+  if (g.stored) s.scores = score_view(g.item, base + g.scores_offset, g.item.col_end - g.item.col_begin);
+  s.partials = base + g.partial_offset;
   return s;
 }
 
@@ -219,22 +221,78 @@ void parallel_each(const Problem& p, const CpuPlan& plan, const Slots& slots, st
       tbb::simple_partitioner());
 }
 
-/// fn(chunk, its group, the group's storage, the chunk's scores, scratch) for every chunk of wave
-/// wv after phase A, with s.m the exact row max of the chunk's group; scores of groups too large
-/// to store are recomputed first.
-template <class Fn>
-void each_chunk_after_phase_a(const Problem& p, const CpuPlan& plan, const Slots& slots, float* wave, const Wave& wv,
-                              Fn fn) {
-  parallel_each(p, plan, slots, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
-    const WorkItem& ch = plan.chunks[w];
+/// The stages of a split group's chunks (FIA-SPEC 25.3): phase A, the row sums of kNormalizeFirst,
+/// phase B, and the merge of the group's chunks in chunk order. Every stage of a chunk reads
+/// what the stages before wrote for all chunks of its group, so a wave runs each stage for all
+/// its chunks before the next, or a worker runs one group through all its stages; a chunk computes
+/// the same bits either way.
+struct SplitStages {
+  const Problem& p;
+  const CpuPlan& plan;
+  float* wave;
+  const OutputRows& dst;
+
+  /// Its scores (kept only when the group is stored) and row max.
+  void phase_a(const WorkItem& ch, const Scratch& s) const {
     const SplitGroup& g = plan.splits[ch.split];
-    const GroupStore st = store_of(p, g, wave);
+    const GroupStore st = store(g, s);
+    item_scores(p, plan, ch, s.tiles, chunk_scores(g, st, ch, s), st.max(ch.chunk));
+  }
+  /// IncreFlashAttention normalises P before rounding it (25.3): the row sums come first.
+  void exp_sums(const WorkItem& ch, const Scratch& s) const {
+    after_phase_a(ch, s, [&](const SplitGroup&, const GroupStore& st, ScoreView sv) {
+      item_exp_sums(ch, sv, s.m, st.sum(ch.chunk));
+    });
+  }
+  /// P·V with the exact max over the whole row.
+  void phase_b(const WorkItem& ch, const Scratch& s) const {
+    after_phase_a(ch, s, [&](const SplitGroup& g, const GroupStore& st, ScoreView sv) {
+      // The row sums of kNormalizeFirst are in place already (and read by the other chunks).
+      float* l = p.p_rule.kind == PRule::Kind::kNormalizeFirst ? s.l : st.sum(ch.chunk);
+      item_accumulate(p, plan, ch, s.tiles, sv, row_stats(p, ch, s, &st, g.chunks), l, st.acc(ch.chunk));
+    });
+  }
+  /// The group's chunks summed in chunk order, then normalised.
+  void merge(std::int64_t gi, const Scratch& s) const {
+    const SplitGroup& g = plan.splits[gi];
+    const GroupStore st = store(g, s);
+    group_max(p, g, st, s.m);
+    include_sink(p, g.item, s.m);
+    std::fill(s.l, s.l + st.R, 0.0f);
+    std::fill(s.acc, s.acc + st.R * st.vd, 0.0f);
+    for (std::int64_t c = 0; c < g.chunks; ++c) {
+      for (std::int64_t r = 0; r < st.R; ++r) s.l[r] += st.sum(c)[r];
+      for (std::int64_t i = 0; i < st.R * st.vd; ++i) s.acc[i] += st.acc(c)[i];
+    }
+    item_finalize(p, g.item, s.m, s.l, s.acc, dst);
+  }
+  /// Group g's storage: in its wave's buffer, or in the worker's scratch when groups run whole.
+  GroupStore store(const SplitGroup& g, const Scratch& s) const {
+    return store_of(p, g, plan.whole_groups ? s.group : wave);
+  }
+  /// Every stage of group gi on one worker (CpuPlan::whole_groups).
+  void whole_group(std::int64_t gi, const Scratch& s) const {
+    const SplitGroup& g = plan.splits[gi];
+    for (std::int64_t c = 0; c < g.chunks; ++c) phase_a(chunk_item(g, c), s);
+    if (p.p_rule.kind == PRule::Kind::kNormalizeFirst)
+      for (std::int64_t c = 0; c < g.chunks; ++c) exp_sums(chunk_item(g, c), s);
+    for (std::int64_t c = 0; c < g.chunks; ++c) phase_b(chunk_item(g, c), s);
+    merge(gi, s);
+  }
+
+ private:
+  /// fn(group, its storage, the chunk's scores) with s.m the exact row max of the chunk's group;
+  /// scores of groups too large to store are recomputed first.
+  template <class Fn>
+  void after_phase_a(const WorkItem& ch, const Scratch& s, Fn fn) const {
+    const SplitGroup& g = plan.splits[ch.split];
+    const GroupStore st = store(g, s);
     const ScoreView sv = chunk_scores(g, st, ch, s);
     if (!g.stored) item_scores(p, plan, ch, s.tiles, sv, s.spare_max);
     group_max(p, g, st, s.m);
-    fn(ch, g, st, sv, s);
-  });
-}
+    fn(g, st, sv);
+  }
+};
 
 }  // namespace
 
@@ -246,7 +304,6 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
   const Slots slots{base, workers == 1 ? nullptr : &arena_for(workers)};
   reset_widened_kv(p, plan, base);
   const auto n_items = static_cast<std::int64_t>(plan.items.size());
-  const std::int64_t vd = p.v_dim;
   auto body = [&] {
     if (p.full_quant.on || p.mla_full_quant.on) {  // FIA-SPEC 13.1, 13.3: own pipelines, one item over all its chunks
       const auto item = p.full_quant.on ? full_quant_item : mla_full_quant_item;
@@ -263,41 +320,20 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
       item_accumulate(p, plan, it, s.tiles, sv, row_stats(p, it, s), s.l, s.acc);
       item_finalize(p, it, s.m, s.l, s.acc, dst);
     });
+    const SplitStages stages{p, plan, wave, dst};
+    if (plan.whole_groups)
+      parallel_each(p, plan, slots, 0, static_cast<std::int64_t>(plan.splits.size()),
+                    [&](std::int64_t gi, const Scratch& s) { stages.whole_group(gi, s); });
     for (const Wave& wv : plan.waves) {
-      // Phase A of every chunk: its scores (kept only when the group is stored) and row max.
-      parallel_each(p, plan, slots, wv.chunk_begin, wv.chunk_end, [&](std::int64_t w, const Scratch& s) {
-        const WorkItem& ch = plan.chunks[w];
-        const SplitGroup& g = plan.splits[ch.split];
-        const GroupStore st = store_of(p, g, wave);
-        item_scores(p, plan, ch, s.tiles, chunk_scores(g, st, ch, s), st.max(ch.chunk));
-      });
-      // IncreFlashAttention normalises P before rounding it (25.3): the row sums come first.
-      if (p.p_rule.kind == PRule::Kind::kNormalizeFirst)
-        each_chunk_after_phase_a(p, plan, slots, wave, wv,
-                                 [&](const WorkItem& ch, const SplitGroup&, const GroupStore& st, ScoreView sv,
-                                     const Scratch& s) { item_exp_sums(ch, sv, s.m, st.sum(ch.chunk)); });
-      // Phase B of every chunk, with the exact max over the whole row.
-      each_chunk_after_phase_a(p, plan, slots, wave, wv,
-                               [&](const WorkItem& ch, const SplitGroup& g, const GroupStore& st, ScoreView sv,
-                                   const Scratch& s) {
-        // The row sums of kNormalizeFirst are in place already (and read by the other chunks).
-        float* l = p.p_rule.kind == PRule::Kind::kNormalizeFirst ? s.l : st.sum(ch.chunk);
-        item_accumulate(p, plan, ch, s.tiles, sv, row_stats(p, ch, s, &st, g.chunks), l, st.acc(ch.chunk));
-      });
-      // Merge the chunks of each group in chunk order, then normalise.
-      parallel_each(p, plan, slots, wv.group_begin, wv.group_end, [&](std::int64_t gi, const Scratch& s) {
-        const SplitGroup& g = plan.splits[gi];
-        const GroupStore st = store_of(p, g, wave);
-        group_max(p, g, st, s.m);
-        include_sink(p, g.item, s.m);
-        std::fill(s.l, s.l + st.R, 0.0f);
-        std::fill(s.acc, s.acc + st.R * vd, 0.0f);
-        for (std::int64_t c = 0; c < g.chunks; ++c) {
-          for (std::int64_t r = 0; r < st.R; ++r) s.l[r] += st.sum(c)[r];
-          for (std::int64_t i = 0; i < st.R * vd; ++i) s.acc[i] += st.acc(c)[i];
-        }
-        item_finalize(p, g.item, s.m, s.l, s.acc, dst);
-      });
+      auto each_chunk = [&](auto stage) {
+        parallel_each(p, plan, slots, wv.chunk_begin, wv.chunk_end,
+                      [&](std::int64_t w, const Scratch& s) { (stages.*stage)(plan.chunks[w], s); });
+      };
+      each_chunk(&SplitStages::phase_a);
+      if (p.p_rule.kind == PRule::Kind::kNormalizeFirst) each_chunk(&SplitStages::exp_sums);
+      each_chunk(&SplitStages::phase_b);
+      parallel_each(p, plan, slots, wv.group_begin, wv.group_end,
+                    [&](std::int64_t gi, const Scratch& s) { stages.merge(gi, s); });
     }
   };
   if (slots.arena == nullptr)

@@ -128,9 +128,27 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
     if (!g.stored) thread_scores = std::max(thread_scores, Rp * g.chunk_cols);
     groups.push_back(g);
   }
-  // Pack the groups into waves that fit the wave budget, in order; cut their chunks.
+  // With enough groups for every worker, each runs whole on one worker, its storage in the
+  // worker's scratch; otherwise pack the groups into waves that fit the wave budget, in order.
+  auto group_floats = [&](const SplitGroup& g) {
+    const std::int64_t Rp = padded_rows(g.item);
+    return round16(Rp * (g.item.col_end - g.item.col_begin)) + round16(g.chunks * Rp * (2 + vd));
+  };
+  plan.whole_groups = !groups.empty() &&
+                      static_cast<std::int64_t>(groups.size()) >= lim.whole_groups_from * plan.threads &&
+                      std::all_of(groups.begin(), groups.end(), [&](const SplitGroup& g) {
+                        return group_floats(g) <= static_cast<std::size_t>(lim.score_budget);
+                      });
+  for (SplitGroup& g : groups) {
+    if (!plan.whole_groups) break;
+    g.stored = true;
+    g.scores_offset = 0;
+    g.partial_offset = round16(padded_rows(g.item) * (g.item.col_end - g.item.col_begin));
+    plan.group_floats = std::max(plan.group_floats, group_floats(g));
+    for (std::int64_t c = 0; c < g.chunks; ++c) plan.chunks.push_back(chunk_item(g, c));
+  }
   std::size_t used = 0;
-  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+  for (std::size_t gi = 0; gi < groups.size() && !plan.whole_groups; ++gi) {
     SplitGroup& g = groups[gi];
     const std::int64_t Rp = padded_rows(g.item), cols = g.item.col_end - g.item.col_begin;
     const std::size_t need = (g.stored ? round16(Rp * cols) : 0) + round16(g.chunks * Rp * (2 + vd));
@@ -146,13 +164,7 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
     g.partial_offset = used;
     used += round16(g.chunks * Rp * (2 + vd));
     plan.wave_floats = std::max(plan.wave_floats, used);
-    for (std::int64_t c = 0; c < g.chunks; ++c) {
-      WorkItem ch = g.item;
-      ch.chunk = c;
-      ch.col_begin = std::max(g.item.col_begin, g.chunk_origin + c * g.chunk_cols);
-      ch.col_end = std::min(g.item.col_end, g.chunk_origin + (c + 1) * g.chunk_cols);
-      plan.chunks.push_back(ch);
-    }
+    for (std::int64_t c = 0; c < g.chunks; ++c) plan.chunks.push_back(chunk_item(g, c));
     Wave& w = plan.waves.back();
     w.group_end = static_cast<std::int64_t>(gi) + 1;
     w.chunk_end = static_cast<std::int64_t>(plan.chunks.size());
@@ -168,7 +180,7 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   plan.splits = std::move(groups);
   // More workers than independent pieces of work would only hold scratch; and a call too small to
   // amortise waking them (and waiting for them on a busy machine) runs on the calling thread.
-  std::size_t widest = plan.items.size();
+  std::size_t widest = std::max(plan.items.size(), plan.whole_groups ? plan.splits.size() : 0);
   for (const Wave& w : plan.waves) widest = std::max<std::size_t>(widest, static_cast<std::size_t>(w.chunk_end - w.chunk_begin));
   double work = 0.0;  // multiply-adds
   auto add_work = [&](const WorkItem& it) {
@@ -183,10 +195,11 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   plan.widened_kv_cols = widened_kv_columns(p, plan, lim);
   const std::int64_t W = plan.widened_kv_cols;
   // Per worker: Q, K tile, V tile, accumulators (and transposed), row max, sum, a spare max, the
-  // running max entering an item and the normalising factors (25.3), scores; with a WidenedKv,
-  // the store and its K and V columns.
+  // running max entering an item and the normalising factors (25.3), scores, a whole split
+  // group's scores and partials (whole_groups); with a WidenedKv, the store and its K and V
+  // columns.
   plan.floats_per_thread = round16(R * kw) + round16(C * kw) + round16(C * v_tile_stride(vd)) + 2 * round16(R * vd) +
-                           5 * round16(R) + round16(thread_scores);
+                           5 * round16(R) + round16(thread_scores) + plan.group_floats;
   if (W > 0)
     plan.floats_per_thread += round16(static_cast<std::int64_t>(kWidenedKvFloats)) + round16(W * kw) +
                               round16(W * v_tile_stride(vd));

@@ -11,9 +11,13 @@
 // their KV range is cut into fixed-size chunks, phase A of all chunks runs, then phase B with the
 // exact max over the chunks, then the chunk partials are summed in chunk order. Groups run in
 // waves whose stored scores and partials fit PlanLimits::wave_budget; a group too large to store
-// its scores recomputes them in phase B.
+// its scores recomputes them in phase B. A call with enough split groups for every worker
+// (PlanLimits::whole_groups_from) runs each group whole on one worker instead, its scores and
+// partials in that worker's scratch: the same functions over the same chunks, so the same bits;
+// only this schedule depends on the thread count.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -74,6 +78,15 @@ struct SplitGroup {
   std::size_t partial_offset = 0;
 };
 
+/// Chunk c of split group g: its item over the chunk's columns.
+inline WorkItem chunk_item(const SplitGroup& g, std::int64_t c) {
+  WorkItem ch = g.item;
+  ch.chunk = c;
+  ch.col_begin = std::max(g.item.col_begin, g.chunk_origin + c * g.chunk_cols);
+  ch.col_end = std::min(g.item.col_end, g.chunk_origin + (c + 1) * g.chunk_cols);
+  return ch;
+}
+
 /// Groups [group_begin, group_end) and their chunks [chunk_begin, chunk_end), run together.
 struct Wave {
   std::int64_t group_begin = 0, group_end = 0;
@@ -118,7 +131,11 @@ struct CpuPlan {
   std::vector<WorkItem> items;   ///< self-contained items (all three phases)
   std::vector<WorkItem> chunks;  ///< chunk items of split groups, grouped by group
   std::vector<SplitGroup> splits;
-  std::vector<Wave> waves;
+  std::vector<Wave> waves;         ///< empty with whole_groups
+  /// Split groups run whole, one worker each, their storage (scores_offset, partial_offset) in
+  /// the worker's scratch (group_floats of it) instead of a wave's.
+  bool whole_groups = false;
+  std::size_t group_floats = 0;
   int threads = 1;                    ///< workers the per-thread scratch is sized for
   std::size_t floats_per_thread = 0;
   std::int64_t widened_kv_cols = 0;   ///< columns of each worker's WidenedKv (0: none)
@@ -144,6 +161,17 @@ struct PlanLimits {
   /// VM, AVX3, 2 threads). A count of the problem's, never of the workers (bits do not depend on
   /// the thread count).
   std::int64_t split_items_below = 64;
+  /// Split groups per worker from which each group runs whole on one worker (phase A of its
+  /// chunks, phase B, the merge), when every group's scores and partials fit score_budget: they
+  /// then stay in that worker's L2 instead of a wave's buffer (written cold in phase A, read back
+  /// in phase B), and the call is one parallel loop instead of three or four with waits between
+  /// them. Zen 4 VM, 2 threads, cold KV, calls of both schedules in one process in ABBA order,
+  /// medians of 24-60 calls each: D2 (16 groups) 0.944x the time (8 sets, 0.898-0.982x) on AVX3
+  /// and 0.981x (5 sets, 0.920-1.038x) on AVX2; D1 (8 groups) 0.955x (0.844-0.975x) and 0.953x
+  /// (0.934-1.023x); D1 with int8 K/V 0.951x (0.937-0.973x, AVX3). Fewer groups than this per
+  /// worker keep the chunks' schedule, which spreads a call over more workers. Results do not
+  /// depend on it.
+  std::int64_t whole_groups_from = 4;
   /// Bytes per worker of K and V columns widened to f32 and kept across the wide items of one KV
   /// head (WidenedKv); 0 widens them again for every item. Results do not depend on it.
   std::int64_t widened_kv_bytes = std::int64_t{1} << 19;
