@@ -1,6 +1,7 @@
 // The limits a kernel is measured against, measured in the same run (issue: ratios, not absolutes).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <vector>
 
@@ -16,9 +17,25 @@ struct Probe {
 /// The median, min and max of `samples` (the upper median for an even count); all 0 when empty.
 Probe summarize(std::vector<double> samples);
 
-/// The read-bandwidth probe: `threads` workers each summing their slice of a buffer 8x the
-/// last-level cache (at least 512 MiB), allocated and paged in once, so that rounds can be taken
-/// between the calls of every workload.
+/// Bytes of memory a read-bandwidth round reads (starting on a 4-byte boundary).
+struct ByteRange {
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+/// One round of the read-bandwidth probe over `ranges`, in order: each of `threads` workers sums
+/// its slice of every range (a multiple of 4 KiB; the few KiB past the last whole slice are not
+/// read), every cache line prefetched into L2 4 KiB ahead as the decode kernels prefetch their
+/// rows. Returns the bytes read per second (0 when no range holds a slice per worker).
+double read_bandwidth_round(int threads, const std::vector<ByteRange>& ranges);
+
+/// The bytes one read_bandwidth_round over `ranges` on `threads` workers reads: per range, a
+/// slice per worker of a whole number of 4 KiB.
+std::size_t round_bytes(int threads, const std::vector<ByteRange>& ranges);
+
+/// The read-bandwidth probe of workloads that bring no memory of their own to read (prefill):
+/// read_bandwidth_round over a buffer 8x the last-level cache (at least 512 MiB), allocated and
+/// paged in once, so that rounds can be taken between the calls of every workload.
 class BandwidthProbe {
  public:
   explicit BandwidthProbe(int threads);

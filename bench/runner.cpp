@@ -65,16 +65,21 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
   // 29.8-32.2 GB/s against 33.8-34.4 with a pause of 1-20 ms and 33.6 for the same loop in a
   // process of its own, so that D4 read 101-109 % of its roofline).
   constexpr auto kSettle = std::chrono::milliseconds(5);
+  // A cold decode workload's bandwidth is read over its own K/V copies (LimitProbes::read_ranges),
+  // the copy of the next timed call first so that the rest of the round leaves it cold again.
+  const std::size_t n = w.copies.size();
+  m.bandwidth_of_kv = w.decode && n > 1 && probes.read_ranges != nullptr;
   auto probe_round = [&](std::size_t copy) {
     std::this_thread::sleep_for(kSettle);
-    if (probes.read_bandwidth) bandwidth.push_back(probes.read_bandwidth());
+    if (m.bandwidth_of_kv) bandwidth.push_back(probes.read_ranges(kv_ranges(w, (copy + 1) % n)));
+    else if (probes.read_bandwidth) bandwidth.push_back(probes.read_bandwidth());
     if (compute_probe) compute.push_back(compute_probe());
     ++rounds;
-    return w.decode ? call(w.copies[copy % w.copies.size()]->args) : Status{};
+    return w.decode ? call(w.copies[copy % n]->args) : Status{};
   };
-  if (probes.rounds > 0 && !(st = probe_round(w.copies.size() - 1)).ok()) return fail(st);
+  if (probes.rounds > 0 && !(st = probe_round(n - 1)).ok()) return fail(st);
   for (int i = 0; i < repeat; ++i) {
-    const FiaArgs& args = w.copies[static_cast<std::size_t>(i) % w.copies.size()]->args;
+    const FiaArgs& args = w.copies[static_cast<std::size_t>(i) % n]->args;
     const auto t0 = std::chrono::steady_clock::now();
     st = call(args);
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -25,11 +25,16 @@ double roofline_seconds(double bytes, double flops, const MachineLimits& limits,
 /// bandwidth and FMA rate drift by more than 1.5x within a run, so each workload is judged against
 /// the medians of the rounds taken while it ran rather than against one probe at the start.
 /// Workloads of int8 products (Workload::int8_products) take `int8_peak` rounds instead of
-/// `fma_peak` ones.
+/// `fma_peak` ones. Decode workloads with cold copies take `read_ranges` rounds over their own K/V
+/// copies (kv_ranges, the next timed call's copy first) instead of `read_bandwidth` ones: on the
+/// Zen 4 VM buffers of the same process read at different rates (K/V copies of D2 in one process:
+/// 23.6-29.1 GB/s, the slowest copy taking D2 7.58 ms and the fastest 5.95), so a probe over a
+/// buffer of its own judged each decode workload by where its copies happened to lie.
 struct LimitProbes {
   std::function<double()> read_bandwidth, fma_peak;
   int rounds = 12;  ///< `fia bench --probe-rounds`' default
   std::function<double()> int8_peak;
+  std::function<double(const std::vector<ByteRange>&)> read_ranges;
 };
 
 struct Measurement {
@@ -43,6 +48,7 @@ struct Measurement {
   double rate = 0.0;        ///< decode: bytes_per_call / median_s; prefill: FLOP / s
   bool int8_products = false;  ///< Workload::int8_products: judged against int8_peak, not fma_peak
   std::vector<double> bandwidth_rounds, peak_rounds, int8_rounds;  ///< the rounds taken between the calls
+  bool bandwidth_of_kv = false;  ///< the bandwidth rounds read the workload's own K/V copies
   Probe read_bandwidth, fma_peak, int8_peak;  ///< their summaries (bytes / s, FLOP / s, int8 ops / s)
   /// The compute peak the workload is judged against: int8_peak for int8 products, else fma_peak.
   const Probe& compute_peak() const { return int8_products ? int8_peak : fma_peak; }

@@ -254,11 +254,34 @@ Workload load_case_workload(const std::string& dir) {
   return w;
 }
 
+namespace {
+
+/// The tensors the cold rotation swaps: key (true), and value (false) unless the call ignores it
+/// (V := K).
+std::vector<bool> rotated_parts(const Workload& w) {
+  std::vector<bool> parts{true};
+  if (!w.values_are_keys) parts.push_back(false);
+  return parts;
+}
+
+}  // namespace
+
+std::vector<ByteRange> kv_ranges(const Workload& w, std::size_t first) {
+  std::vector<ByteRange> ranges;
+  const std::size_t n = w.copies.size();
+  for (std::size_t i = 0; i < n; ++i)
+    for (const bool key : rotated_parts(w)) {
+      const FiaArgs& a = w.copies[(first + i) % n]->args;
+      const TensorView& v = key ? a.key[0] : a.value[0];
+      ranges.push_back({v.data, static_cast<std::size_t>(v.numel()) * dtype_size(v.dtype)});
+    }
+  return ranges;
+}
+
 void add_cold_copies(Workload& w, double bytes) {
   if (!w.decode || w.copies.empty() || !w.error.empty()) return;
   const FiaArgs& a = w.copies[0]->args;
-  std::vector<bool> parts{true};  // key; and value unless the call ignores it (V := K)
-  if (!w.values_are_keys) parts.push_back(false);
+  const std::vector<bool> parts = rotated_parts(w);
   double kv_bytes = 0.0;
   for (const bool key : parts) {
     const TensorView& v = key ? a.key[0] : a.value[0];

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/machine_limits.hpp"
 #include "fia/fia.hpp"
 
 namespace fia::detail {
@@ -50,6 +51,11 @@ std::vector<Workload> load_shapes(const std::string& path, const std::vector<std
 
 /// A workload from a case folder (CASE-FORMAT.md); decode ones are not rotated.
 Workload load_case_workload(const std::string& dir);
+
+/// The K and V tensors the cold rotation swaps (K alone when V := K) of every copy of `w`, copy
+/// `first` first and then in rotation order: what a read-bandwidth round over the workload's own
+/// memory reads.
+std::vector<ByteRange> kv_ranges(const Workload& w, std::size_t first);
 
 /// Makes decode workloads cold: adds K/V copies (in their stored dtype; antiquant scales and
 /// key_rope are shared) until they span `bytes` (at least two copies).

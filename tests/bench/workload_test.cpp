@@ -292,13 +292,14 @@ TEST(BenchRoofline, EachShapeIsJudgedAgainstProbeRoundsTakenBetweenItsCalls) {
                               order += 'p';
                               return next += 10e9;  // 10, 20, ... GB/s: the median is the 4th of 6
                             },
-                            [] { return 1e18; }, 6, nullptr};
+                            [] { return 1e18; }, 6, nullptr, nullptr};
   Options opt;
   opt.threads = 1;
   opt.backend = Backend::kCpu;
   const bench::Measurement m = bench::measure(w, opt, 10, probes, [&](int, int) { order += 'c'; });
   ASSERT_TRUE(m.error.empty()) << m.error;
   EXPECT_EQ(order, "pccpccpccpccpccp");  // one before the first call, the others spread after them
+  EXPECT_FALSE(m.bandwidth_of_kv);       // one copy: the probe's own buffer
   ASSERT_EQ(m.bandwidth_rounds.size(), 6u);
   EXPECT_EQ(m.read_bandwidth.median, 40e9);
   EXPECT_EQ(m.read_bandwidth.min, 10e9);
@@ -342,7 +343,7 @@ TEST(BenchRoofline, Int8ProductsAreJudgedAgainstTheInt8Peak) {
 
   int fma_rounds = 0, int8_rounds = 0;
   bench::LimitProbes probes{[] { return 1e15; }, [&] { ++fma_rounds; return 1e9; }, 3,
-                            [&] { ++int8_rounds; return 4e9; }};
+                            [&] { ++int8_rounds; return 4e9; }, nullptr};
   Options opt;
   opt.threads = 1;
   opt.backend = Backend::kCpu;
@@ -357,11 +358,63 @@ TEST(BenchRoofline, Int8ProductsAreJudgedAgainstTheInt8Peak) {
   EXPECT_DOUBLE_EQ(m.roofline_s, w.flops_per_call / 4e9);
 }
 
+// A decode workload with cold copies takes its bandwidth rounds over its own K and V copies, the
+// copy of the next timed call first, so that the rest of the round (every other copy) leaves it
+// cold again; the probe's own buffer is not read.
+TEST(BenchRoofline, DecodeBandwidthIsReadOverItsOwnKvCopiesNextCallsFirst) {
+  bench::Workload w = shape("D1");
+  ASSERT_TRUE(w.error.empty()) << w.error;
+  bench::add_cold_copies(w, 3.0 * w.bytes_per_call);
+  const std::size_t n = w.copies.size();
+  ASSERT_GE(n, 3u);
+  const TensorView& k = w.copies[0]->args.key[0];
+  const std::size_t copy_bytes = 2 * static_cast<std::size_t>(k.numel()) * dtype_size(k.dtype);  // K and V
+  std::string order;                     // 'p': a probe round, 'c': a timed call
+  std::vector<const void*> round_first;  // the first range of each round
+  int buffer_rounds = 0;
+  bench::LimitProbes probes{[&] { return ++buffer_rounds, 1e9; }, [] { return 1e18; }, 4, nullptr,
+                            [&](const std::vector<bench::ByteRange>& ranges) {
+                              order += 'p';
+                              EXPECT_EQ(ranges.size(), 2 * n);
+                              std::size_t total = 0;
+                              for (const bench::ByteRange& r : ranges) total += r.bytes;
+                              EXPECT_EQ(total, n * copy_bytes);
+                              round_first.push_back(ranges.front().data);
+                              return 20e9;
+                            }};
+  Options opt;
+  opt.threads = 1;
+  opt.backend = Backend::kCpu;
+  const bench::Measurement m = bench::measure(w, opt, 6, probes, [&](int, int) { order += 'c'; });
+  ASSERT_TRUE(m.error.empty()) << m.error;
+  EXPECT_EQ(order, "pccpccpccp");
+  EXPECT_EQ(buffer_rounds, 0);
+  EXPECT_TRUE(m.bandwidth_of_kv);
+  EXPECT_EQ(m.read_bandwidth.median, 20e9);
+  std::size_t calls = 0, round = 0;  // timed call i reads copy i % n
+  for (const char c : order) {
+    if (c == 'c') ++calls;
+    else EXPECT_EQ(round_first[round++], w.copies[calls % n]->args.key[0].data) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace fia::test
 
 namespace fia::bench {
 namespace {
+
+TEST(BenchRoofline, ReadBandwidthRoundsReadWholeSlicesOfEachRange) {
+  std::vector<std::uint32_t> words(3 * 1024 + 5), few(100);
+  const ByteRange a{words.data(), words.size() * 4}, b{few.data(), few.size() * 4};  // 12 KiB + 20, 400
+  EXPECT_EQ(round_bytes(2, {a, b}), 8192u);  // a 4 KiB slice per worker of a, none of b
+  EXPECT_EQ(round_bytes(1, {a, b}), 12288u);
+  EXPECT_EQ(round_bytes(3, {a}), 12288u);
+  EXPECT_EQ(round_bytes(4, {a}), 0u);
+  EXPECT_EQ(read_bandwidth_round(2, {b}), 0.0);  // nothing to read: no rate
+  EXPECT_EQ(read_bandwidth_round(2, {}), 0.0);
+  EXPECT_GT(read_bandwidth_round(2, {a, b}), 0.0);
+}
 
 TEST(BenchRoofline, IsTheSlowerOfReadingTheBytesAndDoingTheFlops) {
   const MachineLimits limits{20e9, 400e9};  // 20 GB/s, 400 GFLOP/s

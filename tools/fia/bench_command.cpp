@@ -78,10 +78,13 @@ int bench_command(const BenchArgs& in) {
   bench::BandwidthProbe bandwidth_probe(threads);
   const bench::LimitProbes probes{[&] { return bandwidth_probe.round(); },
                                   [&] { return bench::fma_peak_round(threads); }, args.probe_rounds,
-                                  [&] { return bench::int8_peak_round(threads); }};
+                                  [&] { return bench::int8_peak_round(threads); },
+                                  [&](const std::vector<bench::ByteRange>& kv) {
+                                    return bench::read_bandwidth_round(threads, kv);
+                                  }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
   std::printf("fia bench: %d thread%s, kernels %s; each shape against the medians of %d probe rounds taken "
-              "between its calls\n",
+              "between its calls (decode: the read bandwidth of its own K/V copies)\n",
               threads, threads == 1 ? "" : "s", detail::kernel_isa(), probes.rounds);
   std::printf("%-6s %10s %11s %9s %10s %9s %7s %6s %8s  %s\n", "shape", "median ms", "roofline ms", "of it", "MB read",
               "GFLOP", "bound", "GB/s", "GFLOP/s", "what");
@@ -125,6 +128,7 @@ int bench_command(const BenchArgs& in) {
       r.update({{"kind", m.decode ? "decode" : "prefill"}, {"repeat", m.repeat}, {"median_s", m.median_s}, {"min_s", m.min_s},
                 {"flops_per_call", m.flops_per_call}, {"roofline_s", m.roofline_s},
                 {"read_bandwidth_GBps", probe_json(m.read_bandwidth)},
+                {"read_bandwidth_of", m.bandwidth_of_kv ? "kv_copies" : "probe_buffer"},
                 {m.int8_products ? "int8_peak_GOPs" : "fma_peak_GFLOPs", probe_json(peak)},
                 {"products", m.int8_products ? "int8" : "fp32"},
                 {"bound", m.memory_bound ? "memory" : "compute"}, {"fraction_of_roofline", m.fraction},
