@@ -270,13 +270,21 @@ struct SplitStages {
   GroupStore store(const SplitGroup& g, const Scratch& s) const {
     return store_of(p, g, plan.whole_groups ? s.group : wave);
   }
-  /// Every stage of group gi on one worker (CpuPlan::whole_groups).
+  /// Every stage of group gi on one worker (CpuPlan::whole_groups). Each chunk's prefetches run
+  /// on into the next chunk's rows, which the same worker reads next (Zen 4 VM, 2 threads, cold,
+  /// ABBA in one process: D1 0.959-0.980x the time on AVX3 and 0.963-0.980x on AVX2, D2
+  /// 0.965-0.984x on AVX3 and 0.981-1.011x on AVX2, 4 sets each).
   void whole_group(std::int64_t gi, const Scratch& s) const {
     const SplitGroup& g = plan.splits[gi];
-    for (std::int64_t c = 0; c < g.chunks; ++c) phase_a(chunk_item(g, c), s);
+    auto chunk = [&](std::int64_t c) {
+      WorkItem ch = chunk_item(g, c);
+      ch.prefetch_end = g.item.col_end;
+      return ch;
+    };
+    for (std::int64_t c = 0; c < g.chunks; ++c) phase_a(chunk(c), s);
     if (p.p_rule.kind == PRule::Kind::kNormalizeFirst)
-      for (std::int64_t c = 0; c < g.chunks; ++c) exp_sums(chunk_item(g, c), s);
-    for (std::int64_t c = 0; c < g.chunks; ++c) phase_b(chunk_item(g, c), s);
+      for (std::int64_t c = 0; c < g.chunks; ++c) exp_sums(chunk(c), s);
+    for (std::int64_t c = 0; c < g.chunks; ++c) phase_b(chunk(c), s);
     merge(gi, s);
   }
 

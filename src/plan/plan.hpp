@@ -39,6 +39,9 @@ struct WorkItem {
   std::int64_t col_begin = 0, col_end = 0;
   std::int64_t split = -1;  ///< index into CpuPlan::splits, or -1 for a self-contained item
   std::int64_t chunk = 0;   ///< chunk index within its split group
+  /// Logical column up to which decode prefetches run on past col_end (into the chunks its worker
+  /// runs next: CpuPlan::whole_groups); col_end when smaller.
+  std::int64_t prefetch_end = 0;
 
   std::int64_t query_head(std::int64_t group, std::int64_t r) const {
     return (h + (r / heads) % kv_heads) * group + head0 + r % heads;
