@@ -81,7 +81,7 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
 #ifdef FIA_DOTS4
     const KvRun rh = hk == 0 ? run : run.sub(0, run.count, hk, dtype_size(p.kv_dtype));
     for (std::int64_t t = 0; t < rh.count; t += 4) {
-      for (std::int64_t j = 0; j < 4; ++j) ph.at(t + j);
+      ph.span(t, 4);
       dots4_store<Src, ROWS>(df, p, qh, kw, rh, t, std::min<std::int64_t>(4, rh.count - t), oh + t, os);
     }
 #else
@@ -90,7 +90,7 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
     const T* kr = run.key_rope ? static_cast<const T*>(run.key_rope) + hk * run.rope_head_stride : nullptr;
     auto tokens = [&](std::int64_t t, auto nt) {
       constexpr int NT = decltype(nt)::value;
-      for (int j = 0; j < NT; ++j) ph.at(t + j);
+      ph.span(t, NT);
       dots<Src, ROWS, NT, false>(df, qh, kw, k + t * run.key_stride, run.key_stride, p.qk_dim, oh + t, os);
       if (p.rope_dim > 0)
         dots<Src, ROWS, NT, true>(df, qh + p.qk_dim, kw, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, oh + t, os);
