@@ -12,6 +12,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -144,7 +145,6 @@ HWY_EXPORT(IntDotChains);
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
 long last_level_cache_bytes() {
@@ -173,14 +173,27 @@ long last_level_cache_bytes() {
 }
 
 namespace {
-/// Runs fn(t) on `threads` threads at once and returns the seconds they took together.
+/// Runs fn(t) on `threads` threads at once and returns the seconds they took together: from the
+/// moment the last of them has started (each waits for the others) to the moment the last one
+/// ends. Starting a thread on this kind of VM takes up to milliseconds (an idle vCPU wakes
+/// slowly), which a round of a few milliseconds (a decode workload's K/V copies: 128 MiB) would
+/// otherwise count as time spent reading.
 template <class Fn>
 double timed_on_threads(int threads, Fn fn) {
+  std::atomic<int> started{0};
+  std::atomic<Clock::rep> begin{0};
+  std::vector<Clock::time_point> ends(static_cast<std::size_t>(threads));
   std::vector<std::thread> pool;
-  const auto t0 = Clock::now();
-  for (int t = 0; t < threads; ++t) pool.emplace_back(fn, t);
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      if (started.fetch_add(1) + 1 == threads) begin.store(Clock::now().time_since_epoch().count());
+      while (started.load() < threads) std::this_thread::yield();
+      fn(t);
+      ends[static_cast<std::size_t>(t)] = Clock::now();
+    });
   for (auto& th : pool) th.join();
-  return seconds_since(t0);
+  const Clock::time_point t0{Clock::duration{begin.load()}};
+  return std::chrono::duration<double>(*std::max_element(ends.begin(), ends.end()) - t0).count();
 }
 }  // namespace
 
