@@ -130,39 +130,36 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   }
   // With enough groups for every worker, each runs whole on one worker, its storage in the
   // worker's scratch; otherwise pack the groups into waves that fit the wave budget, in order.
-  auto group_floats = [&](const SplitGroup& g) {
-    const std::int64_t Rp = padded_rows(g.item);
-    return round16(Rp * (g.item.col_end - g.item.col_begin)) + round16(g.chunks * Rp * (2 + vd));
+  auto scores_floats = [&](const SplitGroup& g) {
+    return round16(padded_rows(g.item) * (g.item.col_end - g.item.col_begin));
   };
+  auto partial_floats = [&](const SplitGroup& g) { return round16(g.chunks * padded_rows(g.item) * (2 + vd)); };
   plan.whole_groups = !groups.empty() &&
                       static_cast<std::int64_t>(groups.size()) >= lim.whole_groups_from * plan.threads &&
                       std::all_of(groups.begin(), groups.end(), [&](const SplitGroup& g) {
-                        return group_floats(g) <= static_cast<std::size_t>(lim.score_budget);
+                        return scores_floats(g) + partial_floats(g) <= static_cast<std::size_t>(lim.score_budget);
                       });
-  for (SplitGroup& g : groups) {
-    if (!plan.whole_groups) break;
-    g.stored = true;
-    g.scores_offset = 0;
-    g.partial_offset = round16(padded_rows(g.item) * (g.item.col_end - g.item.col_begin));
-    plan.group_floats = std::max(plan.group_floats, group_floats(g));
-    for (std::int64_t c = 0; c < g.chunks; ++c) plan.chunks.push_back(chunk_item(g, c));
-  }
+  if (plan.whole_groups)
+    for (SplitGroup& g : groups) {
+      g.stored = true;
+      g.scores_offset = 0;
+      g.partial_offset = scores_floats(g);
+      plan.group_floats = std::max(plan.group_floats, scores_floats(g) + partial_floats(g));
+      for (std::int64_t c = 0; c < g.chunks; ++c) plan.chunks.push_back(chunk_item(g, c));
+    }
   std::size_t used = 0;
   for (std::size_t gi = 0; gi < groups.size() && !plan.whole_groups; ++gi) {
     SplitGroup& g = groups[gi];
-    const std::int64_t Rp = padded_rows(g.item), cols = g.item.col_end - g.item.col_begin;
-    const std::size_t need = (g.stored ? round16(Rp * cols) : 0) + round16(g.chunks * Rp * (2 + vd));
-    if (plan.waves.empty() || used + need > static_cast<std::size_t>(lim.wave_budget)) {
+    const std::size_t scores = g.stored ? scores_floats(g) : 0;
+    if (plan.waves.empty() || used + scores + partial_floats(g) > static_cast<std::size_t>(lim.wave_budget)) {
       plan.waves.push_back({static_cast<std::int64_t>(gi), static_cast<std::int64_t>(gi),
                             static_cast<std::int64_t>(plan.chunks.size()), static_cast<std::int64_t>(plan.chunks.size())});
       used = 0;
     }
-    if (g.stored) {
-      g.scores_offset = used;
-      used += round16(Rp * cols);
-    }
+    g.scores_offset = used;
+    used += scores;
     g.partial_offset = used;
-    used += round16(g.chunks * Rp * (2 + vd));
+    used += partial_floats(g);
     plan.wave_floats = std::max(plan.wave_floats, used);
     for (std::int64_t c = 0; c < g.chunks; ++c) plan.chunks.push_back(chunk_item(g, c));
     Wave& w = plan.waves.back();
