@@ -266,10 +266,16 @@ void pin(int tid, int cpu) {
 TEST(ThreadPlacement, MovesTheCallingThreadOffItsCpuAndKeepsItsMask) {
   if (allowed_cpus() < 2) GTEST_SKIP() << "needs two CPUs in the affinity mask";
   const MaskGuard guard;
-  const int cpu = current_cpu();
-  ASSERT_TRUE(move_thread_off(0, &cpu, 1));
-  EXPECT_NE(current_cpu(), cpu);  // it runs again before anything could move it back
-  EXPECT_TRUE(same_mask(mask_of(0), guard.saved));
+  // It runs again on the other CPU before the scheduler would move it back, except now and then
+  // on a loaded machine (once in a ctest -j2 run): a few tries, each of which must move it.
+  bool moved = false;
+  for (int attempt = 0; attempt < 5 && !moved; ++attempt) {
+    const int cpu = current_cpu();
+    ASSERT_TRUE(move_thread_off(0, &cpu, 1));
+    moved = current_cpu() != cpu;
+    EXPECT_TRUE(same_mask(mask_of(0), guard.saved));
+  }
+  EXPECT_TRUE(moved);
 }
 
 TEST(ThreadPlacement, MovesAnotherThreadOffItsCpuAndKeepsItsMask) {
