@@ -18,6 +18,9 @@ helpers it shares),
      the fraction of ggml's output within criterion A of FIA semantics (ggml accumulates P·V in
      fp16 and does not round P as FIA does, so it is informative, not a pass/fail).
 
+ggml's tensors lie in buffers of its own on ordinary (4 KiB) pages, so fia's do too by default
+(--pages small; fia bench's own default is huge pages).
+
 Paged KV (D2) is gathered into contiguous per-request tensors for ggml (not timed); varlen TND
 (P3) is one graph per request. Workloads ggml cannot express (quantized K/V or Q, MLA rope, masks
 other than causal) and those `fia run` rejects are listed as skipped.
@@ -127,7 +130,7 @@ class GgmlCall:
 
 
 def main():
-    args = ct.parse_args(__doc__.split("\n")[0])
+    args = ct.parse_args(__doc__.split("\n")[0], pages="small")
     print(f"fia vs ggml (ggml-python {getattr(ggml, '__version__', '?')}) flash attention, {args.threads} threads, "
           f"{args.rounds} interleaved rounds")
     print(f"{'shape':6} {'fia ms':>9} {'ggml ms':>9} {'ggml/fia':>9}  {'fia':>4} {'ggml in A':>9}  what")

@@ -15,6 +15,11 @@ For every workload of a shapes file (bench/shapes.json) this script
   3. prints, per workload, the median over rounds of torch time / fia time for both (> 1: fia is
      faster).
 
+Both sides read their tensors from transparent huge pages, as engines put KV caches: fia bench's
+default (--pages huge), and torch's CPU allocator with THP_MEM_ALLOC_ENABLE=1, which this script
+sets unless the environment already does (THP_MEM_ALLOC_ENABLE=0 with --pages small compares
+both on 4 KiB pages).
+
 Requires torch (pip install torch) and numpy. Paged KV (D2) is gathered into contiguous tensors
 for torch, which has no paged attention; the gather is not timed. Varlen TND (P3) is one SDPA
 call per request for torch. Workloads SDPA cannot express (quantized K/V or Q, MLA rope, masks
@@ -22,6 +27,7 @@ other than causal) and workloads `fia run` rejects are listed as skipped.
 
 Usage: python3 bench/compare_torch.py [--fia build/fia] [--shapes bench/shapes.json]
                                       [--only D1,P1] [--threads 2] [--rounds 5] [--repeat 10]
+                                      [--pages huge|small]
 """
 import argparse
 import json
@@ -35,7 +41,9 @@ import tempfile
 import time
 
 import numpy as np
-import torch
+
+os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")  # before torch allocates: see the docstring
+import torch  # noqa: E402
 import torch.nn.functional as F
 
 DTYPES = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32, "I32": torch.int32,
@@ -226,8 +234,9 @@ def fia_output_as_bnsd(entry, out):
     return TorchCall.bnsd(out, layout, n)
 
 
-def parse_args(description):
-    """The command line both comparison scripts take."""
+def parse_args(description, pages="huge"):
+    """The command line both comparison scripts take; `pages` is the default of --pages (the
+    pages of fia's tensors: those the peer's tensors lie on)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--fia", default="build/fia")
     ap.add_argument("--shapes", default="bench/shapes.json")
@@ -235,6 +244,8 @@ def parse_args(description):
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--pages", choices=["huge", "small"], default=pages,
+                    help=f"pages of fia's tensors, as fia bench --pages (default {pages}: the peer's)")
     return ap.parse_args()
 
 
@@ -281,9 +292,11 @@ def check_fia(entry, t, got, call):
 
 
 def fia_bench_median(case, args):
-    """Seconds of fia's median call on the case folder (`fia bench --case`)."""
+    """Seconds of fia's median call on the case folder (`fia bench --case`), its tensors on
+    --pages."""
     res = subprocess.run([args.fia, "bench", "--case", case, "--threads", str(args.threads), "--repeat",
-                          str(args.repeat), "--json", case + "/bench.json"], capture_output=True, text=True)
+                          str(args.repeat), "--pages", args.pages, "--json", case + "/bench.json"],
+                         capture_output=True, text=True)
     if res.returncode != 0:
         sys.exit(f"fia bench failed on {case}: {res.stderr}")
     with open(case + "/bench.json") as f:

@@ -2,7 +2,6 @@
 #define HWY_TARGET_INCLUDE "bench/machine_limits.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 
-#include <hwy/aligned_allocator.h>
 #include <hwy/highway.h>
 
 #include <unistd.h>
@@ -246,23 +245,24 @@ double read_bandwidth_round(int threads, const std::vector<ByteRange>& ranges) {
 }
 
 struct BandwidthProbe::Buffer {
-  hwy::AlignedFreeUniquePtr<std::uint32_t[]> data;
-  std::size_t bytes = 0;
+  Buffer(std::size_t bytes, Pages pages) : block(bytes, pages) {}
+  PageBlock block;
   int threads = 1;
 };
 
-BandwidthProbe::BandwidthProbe(int threads) : buffer_(std::make_shared<Buffer>()) {
+BandwidthProbe::BandwidthProbe(int threads, Pages pages)
+    : buffer_(std::make_shared<Buffer>(
+          std::max<std::size_t>(512u << 20, 8 * static_cast<std::size_t>(last_level_cache_bytes())), pages)) {
   Buffer& b = *buffer_;
   b.threads = std::max(threads, 1);
-  b.bytes = std::max<std::size_t>(512u << 20, 8 * static_cast<std::size_t>(last_level_cache_bytes()));
-  const std::size_t n = b.bytes / sizeof(std::uint32_t), slice = n / static_cast<std::size_t>(b.threads);
-  b.data = hwy::AllocateAligned<std::uint32_t>(n);
-  timed_on_threads(b.threads, [&](int t) { std::fill(b.data.get() + t * slice, b.data.get() + (t + 1) * slice, 1u); });
+  auto* data = static_cast<std::uint32_t*>(b.block.data());
+  const std::size_t n = b.block.bytes() / sizeof(std::uint32_t), slice = n / static_cast<std::size_t>(b.threads);
+  timed_on_threads(b.threads, [&](int t) { std::fill(data + t * slice, data + (t + 1) * slice, 1u); });
 }
 
 double BandwidthProbe::round() {
   const Buffer& b = *buffer_;
-  return read_bandwidth_round(b.threads, {ByteRange{b.data.get(), b.bytes}});
+  return read_bandwidth_round(b.threads, {ByteRange{b.block.data(), b.block.bytes()}});
 }
 
 namespace {

@@ -5,6 +5,8 @@
 #include <memory>
 #include <vector>
 
+#include "bench/pages.hpp"
+
 namespace fia::bench {
 
 /// A probe over several rounds: the median is the limit workloads are judged against (the best
@@ -35,10 +37,11 @@ std::size_t round_bytes(int threads, const std::vector<ByteRange>& ranges);
 
 /// The read-bandwidth probe of workloads that bring no memory of their own to read (prefill):
 /// read_bandwidth_round over a buffer 8x the last-level cache (at least 512 MiB), allocated and
-/// paged in once, so that rounds can be taken between the calls of every workload.
+/// paged in once on `pages` (those of the workloads' tensors), so that rounds can be taken between
+/// the calls of every workload.
 class BandwidthProbe {
  public:
-  explicit BandwidthProbe(int threads);
+  explicit BandwidthProbe(int threads, Pages pages = Pages::kHuge);
   /// One pass over the buffer: its read bandwidth in bytes per second.
   double round();
 

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -84,15 +86,14 @@ std::pair<float, float> value_range(const std::string& name, DType key_dtype) {
   return {-1.0f, 1.0f};
 }
 
-/// A new zeroed tensor of `c`, its data 64-byte aligned as torch's CPU allocator aligns it (glibc
-/// puts a large block 16 bytes past a page: every 64-byte piece of a K row would then span two
-/// cache lines, which callers' tensors do not).
+/// A new zeroed tensor of `c` on its pages, its data at least 64-byte aligned as torch's CPU
+/// allocator aligns it (glibc puts a large block 16 bytes past a page: every 64-byte piece of a K
+/// row would then span two cache lines, which callers' tensors do not).
 MutableTensorView add_tensor(CallData& c, DType dtype, std::vector<std::int64_t> shape) {
-  OwnedTensor t(dtype, shape);
-  t.bytes.resize(t.bytes.size() + 63);
-  c.tensors.push_back(std::move(t));
-  const auto at = reinterpret_cast<std::uintptr_t>(c.tensors.back().bytes.data());
-  return {reinterpret_cast<void*>((at + 63) & ~std::uintptr_t{63}), dtype, std::move(shape)};
+  std::int64_t n = 1;
+  for (const std::int64_t d : shape) n *= d;
+  c.blocks.emplace_back(static_cast<std::size_t>(n) * dtype_size(dtype), c.pages);
+  return {c.blocks.back().data(), dtype, std::move(shape)};
 }
 
 /// Points an FiaArgs slot at `t` (key/value become one-tensor lists).
@@ -104,8 +105,9 @@ void bind_tensor(FiaArgs& a, const std::string& name, const MutableTensorView& m
 }
 
 /// Builds one copy of a shapes.json entry's tensors.
-std::unique_ptr<CallData> build_copy(const json& entry, std::uint64_t seed) {
+std::unique_ptr<CallData> build_copy(const json& entry, std::uint64_t seed, Pages pages) {
   auto c = std::make_unique<CallData>();
+  c->pages = pages;
   Status st = io::parse_params(entry.at("params").dump(), &c->args);
   if (!st.ok()) throw std::runtime_error("params: " + st.to_string());
   std::mt19937_64 rng(seed);
@@ -207,7 +209,7 @@ bool describe_work(Workload& w) {
   return true;
 }
 
-std::vector<Workload> load_shapes(const std::string& path, const std::vector<std::string>& only) {
+std::vector<Workload> load_shapes(const std::string& path, const std::vector<std::string>& only, Pages pages) {
   std::ifstream f(path);
   if (!f) throw std::runtime_error("cannot read " + path);
   std::stringstream ss;
@@ -225,7 +227,7 @@ std::vector<Workload> load_shapes(const std::string& path, const std::vector<std
     w.name = name;
     w.what = e.value("what", "");
     try {
-      w.copies.push_back(build_copy(e, 1234));
+      w.copies.push_back(build_copy(e, 1234, pages));
       if (!describe_work(w)) note_rejection(w);
     } catch (const std::exception& ex) {
       w.error = ex.what();
@@ -235,20 +237,33 @@ std::vector<Workload> load_shapes(const std::string& path, const std::vector<std
   return out;
 }
 
-Workload load_case_workload(const std::string& dir) {
+Workload load_case_workload(const std::string& dir, Pages pages) {
   Workload w;
   w.name = dir;
   w.what = "case folder";
   auto c = std::make_unique<CallData>();
+  c->pages = pages;
   io::Case loaded;
   const Status st = io::load_case(dir, &loaded);
   if (!st.ok()) {
     w.error = st.to_string();
     return w;
   }
-  // Move the tensors into the CallData and re-point the arguments at them.
+  // Copy every tensor onto the pages asked for and re-point the arguments at the copies.
   c->args = loaded.args;
-  for (auto& [name, t] : loaded.tensors) c->tensors.push_back(std::move(t));
+  std::map<const void*, void*> moved;
+  for (const auto& [name, t] : loaded.tensors) {
+    if (t.bytes.empty()) continue;  // nothing to read: the view stays as loaded
+    const MutableTensorView copy = add_tensor(*c, t.dtype, t.shape);
+    std::memcpy(copy.data, t.bytes.data(), t.bytes.size());
+    moved[t.bytes.data()] = copy.data;
+  }
+  auto repoint = [&moved](TensorView& v) {
+    if (const auto it = moved.find(v.data); it != moved.end()) v.data = it->second;
+  };
+  for (auto& [name, slot] : detail::tensor_slots(c->args)) repoint(*slot);
+  for (TensorView& v : c->args.key) repoint(v);
+  for (TensorView& v : c->args.value) repoint(v);
   w.copies.push_back(std::move(c));
   if (!describe_work(w)) note_rejection(w);
   return w;
@@ -292,6 +307,7 @@ void add_cold_copies(Workload& w, double bytes) {
   while (w.copies.size() < n) {
     auto c = std::make_unique<CallData>();
     c->args = a;
+    c->pages = w.copies[0]->pages;
     for (const bool key : parts) {
       const TensorView& v = key ? a.key[0] : a.value[0];
       const MutableTensorView t = add_tensor(*c, v.dtype, v.shape);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/machine_limits.hpp"
+#include "bench/pages.hpp"
 #include "fia/fia.hpp"
 
 namespace fia::detail {
@@ -15,10 +16,11 @@ struct Problem;
 
 namespace fia::bench {
 
-/// One call's arguments and the tensors they view.
+/// One call's arguments and the tensors they view, in `blocks` on `pages`.
 struct CallData {
   FiaArgs args;
-  std::deque<OwnedTensor> tensors;
+  Pages pages = Pages::kHuge;
+  std::deque<PageBlock> blocks;
 };
 
 /// A workload: the same call over `copies` independent sets of K/V buffers (decode rotates
@@ -46,11 +48,13 @@ struct Workload {
 /// whose name is not in `only` (when not empty) are skipped. Tensors are random with a fixed seed;
 /// quantized K/V and their scales are drawn so that dequantized values stay within about +-1.5
 /// (+-2 for int4 with offsets; see value_range in workload.cpp). A call the library rejects
-/// becomes a workload with `error` (and `unsupported` for kUnsupported). Throws std::runtime_error on a malformed file.
-std::vector<Workload> load_shapes(const std::string& path, const std::vector<std::string>& only);
+/// becomes a workload with `error` (and `unsupported` for kUnsupported). The tensors lie on `pages`
+/// (their cold copies too). Throws std::runtime_error on a malformed file.
+std::vector<Workload> load_shapes(const std::string& path, const std::vector<std::string>& only,
+                                  Pages pages = Pages::kHuge);
 
-/// A workload from a case folder (CASE-FORMAT.md); decode ones are not rotated.
-Workload load_case_workload(const std::string& dir);
+/// A workload from a case folder (CASE-FORMAT.md), its tensors copied onto `pages`.
+Workload load_case_workload(const std::string& dir, Pages pages = Pages::kHuge);
 
 /// The K and V tensors the cold rotation swaps (K alone when V := K) of every copy of `w`, copy
 /// `first` first and then in rotation order: what a read-bandwidth round over the workload's own
@@ -58,7 +62,7 @@ Workload load_case_workload(const std::string& dir);
 std::vector<ByteRange> kv_ranges(const Workload& w, std::size_t first);
 
 /// Makes decode workloads cold: adds K/V copies (in their stored dtype; antiquant scales and
-/// key_rope are shared) until they span `bytes` (at least two copies).
+/// key_rope are shared) until they span `bytes` (at least two copies), on the pages of the first.
 void add_cold_copies(Workload& w, double bytes);
 
 /// The bytes one call of validated problem `p` reads (Workload::bytes_per_call): K + V

@@ -1,5 +1,6 @@
 // `fia bench` on a case folder: every workload is judged against the medians of --probe-rounds
-// rounds of each machine-limit probe, and --json carries them with their count.
+// rounds of each machine-limit probe, and --json carries them with their count and the pages the
+// tensors lie on (--pages).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -42,6 +43,28 @@ TEST(FiaBench, ProbeRoundsSetTheRoundsEachWorkloadIsJudgedBy) {
     EXPECT_GT(w["read_bandwidth_GBps"]["median"].get<double>(), 0.0);
     EXPECT_EQ(doc["read_bandwidth_GBps"]["rounds"], rounds);
   }
+  fs::remove_all(dir);
+}
+
+TEST(FiaBench, PagesNameThePagesOfTheTensorsAndOthersAreRejected) {
+  CallSpec spec;
+  spec.kv_seq = 40;
+  const std::string dir = temp_dir("bench_pages_cli");
+  ASSERT_TRUE(io::save_case(dir + "/case", build_call(spec, 6).args).ok());
+  for (const std::string pages : {"huge", "small"}) {
+    const std::string json = dir + "/" + pages + ".json";
+    const CliResult r = run_fia({"bench", "--case", dir + "/case", "--threads", "1", "--repeat", "2", "--probe-rounds",
+                                 "1", "--pages", pages, "--json", json});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("tensors on " + pages + " pages"), std::string::npos) << r.out;
+    std::ifstream f(json);
+    const nlohmann::json doc = nlohmann::json::parse(f);
+    EXPECT_EQ(doc["pages"], pages);
+    EXPECT_GE(doc["huge_pages_MiB"]["asked"].get<double>(), 0.0);
+  }
+  const CliResult bad = run_fia({"bench", "--case", dir + "/case", "--pages", "tiny"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--pages"), std::string::npos) << bad.err;
   fs::remove_all(dir);
 }
 

@@ -62,10 +62,11 @@ int bench_command(const BenchArgs& in) {
     return kExitRejected;
   }
   const int threads = args.threads > 0 ? args.threads : detail::default_threads();
+  const bench::Pages pages = args.pages == "small" ? bench::Pages::kSmall : bench::Pages::kHuge;
   std::vector<bench::Workload> workloads;
   try {
-    if (!args.case_dir.empty()) workloads.push_back(bench::load_case_workload(args.case_dir));
-    else workloads = bench::load_shapes(args.shapes, split_names(args.only));
+    if (!args.case_dir.empty()) workloads.push_back(bench::load_case_workload(args.case_dir, pages));
+    else workloads = bench::load_shapes(args.shapes, split_names(args.only), pages);
   } catch (const std::exception& e) {
     print_error("--shapes", e.what());
     return kExitRejected;
@@ -75,7 +76,7 @@ int bench_command(const BenchArgs& in) {
     return kExitRejected;
   }
   std::fprintf(stderr, "paging in the read-bandwidth probe's buffer ...\r");
-  bench::BandwidthProbe bandwidth_probe(threads);
+  bench::BandwidthProbe bandwidth_probe(threads, pages);
   const bench::LimitProbes probes{[&] { return bandwidth_probe.round(); },
                                   [&] { return bench::fma_peak_round(threads); }, args.probe_rounds,
                                   [&] { return bench::int8_peak_round(threads); },
@@ -83,9 +84,9 @@ int bench_command(const BenchArgs& in) {
                                     return bench::read_bandwidth_round(threads, kv);
                                   }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
-  std::printf("fia bench: %d thread%s, kernels %s; each shape against the medians of %d probe rounds taken "
-              "between its calls (decode: the read bandwidth of its own K/V copies)\n",
-              threads, threads == 1 ? "" : "s", detail::kernel_isa(), probes.rounds);
+  std::printf("fia bench: %d thread%s, kernels %s, tensors on %s pages; each shape against the medians of %d probe "
+              "rounds taken between its calls (decode: the read bandwidth of its own K/V copies)\n",
+              threads, threads == 1 ? "" : "s", detail::kernel_isa(), args.pages.c_str(), probes.rounds);
   std::printf("%-6s %10s %11s %9s %10s %9s %7s %6s %8s  %s\n", "shape", "median ms", "roofline ms", "of it", "MB read",
               "GFLOP", "bound", "GB/s", "GFLOP/s", "what");
   std::vector<double> all_bandwidth, all_peak, all_int8;  // every round of the run, for its summary
@@ -138,6 +139,10 @@ int bench_command(const BenchArgs& in) {
     results.push_back(r);
     std::fflush(stdout);
   }
+  const bench::HugePageUse huge = bench::huge_page_use();
+  if (pages == bench::Pages::kHuge)
+    std::printf("huge pages: %.0f of the %.0f MiB asked for (the rest lies on 4 KiB pages)\n", huge.backed / 1048576.0,
+                huge.advised / 1048576.0);
   const bench::Probe bandwidth = bench::summarize(all_bandwidth), peak = bench::summarize(all_peak);
   const bench::Probe int8 = bench::summarize(all_int8);
   std::printf("probes over the run: read bandwidth %s, fp32 FMA peak %s%s (medians)\n",
@@ -146,6 +151,8 @@ int bench_command(const BenchArgs& in) {
   if (!args.json.empty()) {
     nlohmann::json doc = {{"threads", threads},
                           {"isa", detail::kernel_isa()},
+                          {"pages", args.pages},
+                          {"huge_pages_MiB", {{"asked", huge.advised / 1048576.0}, {"backed", huge.backed / 1048576.0}}},
                           {"read_bandwidth_GBps", probe_json(bandwidth)},
                           {"fma_peak_GFLOPs", probe_json(peak)},
                           {"results", results}};

@@ -59,6 +59,7 @@ struct BenchArgs {
   int threads = 0;
   int repeat = 0;  ///< 0 = 30 for decode, 5 for prefill
   int probe_rounds = 12;  ///< rounds of each machine-limit probe per workload
+  std::string pages = "huge";  ///< "huge" or "small": the pages of the tensors and probe buffer
 };
 
 /// `fia bench`: measures the machine's read bandwidth and fp32 FMA peak, then times each workload

@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--probe-rounds", bench.probe_rounds,
                         "Rounds of each machine-limit probe per workload, judged by their median (default 12)")
       ->check(in_range(1, 1000));
+  bench_cmd->add_option("--pages", bench.pages,
+                        "Pages of the tensors and the probe buffer: huge (transparent huge pages where the OS "
+                        "offers them, as engines put KV caches; default) or small (4 KiB)")
+      ->check(CLI::IsMember({"huge", "small"}));
   bench_cmd->add_option("--json", bench.json, "Also write the results as JSON");
   bench_cmd->add_option("--isa", bench.isa, "Run the kernels on this instruction set (AVX3, AVX2, SSE4, ...)");
 
