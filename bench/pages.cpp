@@ -17,12 +17,15 @@ namespace fia::bench {
 
 namespace {
 
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::size_t kLine = 64;
 
 std::atomic<std::size_t> g_advised{0};
 
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+#endif
 
 }  // namespace
 

@@ -252,11 +252,12 @@ Workload load_case_workload(const std::string& dir, Pages pages) {
   // Copy every tensor onto the pages asked for and re-point the arguments at the copies.
   c->args = loaded.args;
   std::map<const void*, void*> moved;
-  for (const auto& [name, t] : loaded.tensors) {
+  for (auto& [name, t] : loaded.tensors) {
     if (t.bytes.empty()) continue;  // nothing to read: the view stays as loaded
     const MutableTensorView copy = add_tensor(*c, t.dtype, t.shape);
     std::memcpy(copy.data, t.bytes.data(), t.bytes.size());
     moved[t.bytes.data()] = copy.data;
+    std::vector<std::byte>().swap(t.bytes);  // (only its address is looked up from here on)
   }
   auto repoint = [&moved](TensorView& v) {
     if (const auto it = moved.find(v.data); it != moved.end()) v.data = it->second;
@@ -271,13 +272,18 @@ Workload load_case_workload(const std::string& dir, Pages pages) {
 
 namespace {
 
-/// The tensors the cold rotation swaps: key (true), and value (false) unless the call ignores it
-/// (V := K).
-std::vector<bool> rotated_parts(const Workload& w) {
-  std::vector<bool> parts{true};
-  if (!w.values_are_keys) parts.push_back(false);
-  return parts;
+/// The tensors of `a` the cold rotation swaps: every tensor of the key list, and of the value list
+/// unless the call ignores it (V := K).
+template <class Args>
+auto rotated_tensors(const Workload& w, Args& a) {
+  std::vector<decltype(&a.key[0])> out;
+  for (auto& v : a.key) out.push_back(&v);
+  if (!w.values_are_keys)
+    for (auto& v : a.value) out.push_back(&v);
+  return out;
 }
+
+std::size_t tensor_bytes(const TensorView& v) { return static_cast<std::size_t>(v.numel()) * dtype_size(v.dtype); }
 
 }  // namespace
 
@@ -285,34 +291,27 @@ std::vector<ByteRange> kv_ranges(const Workload& w, std::size_t first) {
   std::vector<ByteRange> ranges;
   const std::size_t n = w.copies.size();
   for (std::size_t i = 0; i < n; ++i)
-    for (const bool key : rotated_parts(w)) {
-      const FiaArgs& a = w.copies[(first + i) % n]->args;
-      const TensorView& v = key ? a.key[0] : a.value[0];
-      ranges.push_back({v.data, static_cast<std::size_t>(v.numel()) * dtype_size(v.dtype)});
-    }
+    for (const TensorView* v : rotated_tensors(w, std::as_const(w.copies[(first + i) % n]->args)))
+      ranges.push_back({v->data, tensor_bytes(*v)});
   return ranges;
 }
 
 void add_cold_copies(Workload& w, double bytes) {
   if (!w.decode || w.copies.empty() || !w.error.empty()) return;
   const FiaArgs& a = w.copies[0]->args;
-  const std::vector<bool> parts = rotated_parts(w);
   double kv_bytes = 0.0;
-  for (const bool key : parts) {
-    const TensorView& v = key ? a.key[0] : a.value[0];
-    kv_bytes += static_cast<double>(v.numel()) * static_cast<double>(dtype_size(v.dtype));
-  }
-  const auto n = static_cast<std::size_t>(std::max(2.0, std::ceil(bytes / std::max(kv_bytes, 1.0))));
+  for (const TensorView* v : rotated_tensors(w, a)) kv_bytes += static_cast<double>(tensor_bytes(*v));
+  if (kv_bytes == 0.0) return;  // nothing to read: nothing to keep cold
+  const auto n = static_cast<std::size_t>(std::max(2.0, std::ceil(bytes / kv_bytes)));
   std::mt19937_64 rng(99);
   while (w.copies.size() < n) {
     auto c = std::make_unique<CallData>();
     c->args = a;
     c->pages = w.copies[0]->pages;
-    for (const bool key : parts) {
-      const TensorView& v = key ? a.key[0] : a.value[0];
-      const MutableTensorView t = add_tensor(*c, v.dtype, v.shape);
+    for (TensorView* v : rotated_tensors(w, c->args)) {
+      const MutableTensorView t = add_tensor(*c, v->dtype, v->shape);
       fill_random(t, rng);
-      bind_tensor(c->args, key ? "key" : "value", t);
+      *v = TensorView(t.data, t.dtype, t.shape);
     }
     w.copies.push_back(std::move(c));
   }

@@ -56,13 +56,14 @@ std::vector<Workload> load_shapes(const std::string& path, const std::vector<std
 /// A workload from a case folder (CASE-FORMAT.md), its tensors copied onto `pages`.
 Workload load_case_workload(const std::string& dir, Pages pages = Pages::kHuge);
 
-/// The K and V tensors the cold rotation swaps (K alone when V := K) of every copy of `w`, copy
-/// `first` first and then in rotation order: what a read-bandwidth round over the workload's own
-/// memory reads.
+/// The K and V tensors the cold rotation swaps (every tensor of the lists; K alone when V := K) of
+/// every copy of `w`, copy `first` first and then in rotation order: what a read-bandwidth round
+/// over the workload's own memory reads.
 std::vector<ByteRange> kv_ranges(const Workload& w, std::size_t first);
 
-/// Makes decode workloads cold: adds K/V copies (in their stored dtype; antiquant scales and
-/// key_rope are shared) until they span `bytes` (at least two copies), on the pages of the first.
+/// Makes decode workloads cold: adds K/V copies (every tensor of the key and value lists, in their
+/// stored dtype; antiquant scales and key_rope are shared) until they span `bytes` (at least two
+/// copies), on the pages of the first. None when K and V hold no bytes.
 void add_cold_copies(Workload& w, double bytes);
 
 /// The bytes one call of validated problem `p` reads (Workload::bytes_per_call): K + V

@@ -16,7 +16,10 @@
 #include "bench/runner.hpp"
 #include "bench/workload.hpp"
 #include "fia/half.hpp"
+#include "fia/io/case_dir.hpp"
 #include "problem/problem.hpp"
+#include "support/call_builder.hpp"
+#include "support/cli_runner.hpp"
 #include "support/criterion.hpp"
 #include "support/run_helpers.hpp"
 
@@ -260,6 +263,52 @@ TEST(BenchWorkload, EveryTensorOfEveryCopyStartsOnACacheLine) {
         }
     }
   }
+}
+
+// A case folder's K and V given as tensor lists (key.0, key.1, ...: one tensor per batch) get cold
+// copies of every tensor of both lists, which the bandwidth rounds read too; a decode call whose
+// K and V hold no bytes gets none (there is nothing to keep cold).
+TEST(BenchWorkload, ColdCopiesOfTensorListsCopyEveryTensorAndEmptyKvGetsNone) {
+  CallSpec spec;
+  spec.batch = 3;
+  spec.num_heads = 4;
+  spec.num_kv_heads = 2;
+  spec.kv_seq = 40;
+  spec.storage = KvStorage::kTensorList;
+  const std::string dir = temp_dir("bench_lists");
+  ASSERT_TRUE(io::save_case(dir + "/lists", build_call(spec, 21).args).ok());
+  bench::Workload w = bench::load_case_workload(dir + "/lists");
+  ASSERT_TRUE(w.error.empty()) << w.error;
+  ASSERT_TRUE(w.decode);
+  const FiaArgs& first = w.copies[0]->args;
+  ASSERT_EQ(first.key.size(), 3u);
+  bench::add_cold_copies(w, 3.0 * w.bytes_per_call);
+  ASSERT_GE(w.copies.size(), 3u);
+  EXPECT_EQ(bench::kv_ranges(w, 0).size(), w.copies.size() * 6);
+  for (std::size_t i = 1; i < 3; ++i) {
+    const FiaArgs& a = w.copies[i]->args;
+    ASSERT_EQ(a.key.size(), 3u);
+    ASSERT_EQ(a.value.size(), 3u);
+    for (std::size_t j = 0; j < 3; ++j) {
+      EXPECT_NE(a.key[j].data, first.key[j].data);
+      EXPECT_NE(a.value[j].data, first.value[j].data);
+      EXPECT_EQ(a.key[j].shape, first.key[j].shape);
+    }
+    detail::ReferenceResult exact;
+    ASSERT_TRUE(reference_exact(a, &exact).ok());
+    Outputs out;
+    const Status st = run_call(a, Backend::kCpu, 2, &out);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+    EXPECT_TRUE(criterion_a(out.attention_out, exact.out).pass) << "copy " << i;
+  }
+  spec.storage = KvStorage::kContiguous;
+  spec.kv_seq = 0;
+  ASSERT_TRUE(io::save_case(dir + "/empty", build_call(spec, 22).args).ok());
+  bench::Workload empty = bench::load_case_workload(dir + "/empty");
+  ASSERT_TRUE(empty.error.empty()) << empty.error;
+  bench::add_cold_copies(empty, 1e9);
+  EXPECT_EQ(empty.copies.size(), 1u);
+  std::filesystem::remove_all(dir);
 }
 
 // Decode MLA ignores `value` (V := K): its copies rotate the keys alone, sized by the key bytes,
