@@ -21,6 +21,7 @@
 #include "support/call_builder.hpp"
 #include "support/cli_runner.hpp"
 #include "support/criterion.hpp"
+#include "support/expectations.hpp"
 #include "support/run_helpers.hpp"
 
 namespace fia::test {
@@ -294,12 +295,7 @@ TEST(BenchWorkload, ColdCopiesOfTensorListsCopyEveryTensorAndEmptyKvGetsNone) {
       EXPECT_NE(a.value[j].data, first.value[j].data);
       EXPECT_EQ(a.key[j].shape, first.key[j].shape);
     }
-    detail::ReferenceResult exact;
-    ASSERT_TRUE(reference_exact(a, &exact).ok());
-    Outputs out;
-    const Status st = run_call(a, Backend::kCpu, 2, &out);
-    ASSERT_TRUE(st.ok()) << st.to_string();
-    EXPECT_TRUE(criterion_a(out.attention_out, exact.out).pass) << "copy " << i;
+    expect_cpu_matches_reference(a, false, "copy " + std::to_string(i));
   }
   spec.storage = KvStorage::kContiguous;
   spec.kv_seq = 0;

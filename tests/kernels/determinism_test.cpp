@@ -53,12 +53,6 @@ TEST(ThreadInvariance, SplitDecodeIsBitIdentical) {
   EXPECT_EQ(one.softmax_lse.bytes, many.softmax_lse.bytes);
 }
 
-}  // namespace
-}  // namespace fia::test
-
-namespace fia::test {
-namespace {
-
 /// A decode call of five requests over GQA rows, long enough to split (chunks of 64 tokens).
 CallSpec five_requests(const std::string& layout) {
   CallSpec s;
