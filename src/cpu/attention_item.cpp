@@ -17,6 +17,7 @@
 #include "cpu/item_common.hpp"
 
 #include "cpu/antiquant.hpp"
+#include "cpu/isa.hpp"
 #include "numeric/post_quant.hpp"
 #include "reference/reference.hpp"
 
@@ -31,6 +32,7 @@
 #include "cpu/decode-inl.h"
 #include "cpu/transpose-inl.h"
 #include "cpu/prefill-inl.h"
+#include "cpu/bf16_dots-inl.h"
 #include "cpu/wide_inplace-inl.h"
 #include "cpu/wide_inplace_pv-inl.h"
 #include "cpu/post_quant-inl.h"

@@ -3,8 +3,13 @@
 #include <hwy/targets.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 namespace fia::detail {
 
@@ -19,7 +24,32 @@ std::int64_t target_of(const std::string& name) {
   return 0;
 }
 
+std::atomic<bool>& bf16_dots_allowed() {
+  static std::atomic<bool> allowed{[] {
+    const char* env = std::getenv("FIA_BF16_DOTS");
+    return env == nullptr || std::string(env) != "0";
+  }()};
+  return allowed;
+}
+
 }  // namespace
+
+bool bf16_dots_supported() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  static const bool supported = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_count(7, 1, &a, &b, &c, &d) == 0) return false;
+    return (a & (1u << 5)) != 0;  // CPUID.(EAX=7, ECX=1):EAX bit 5, AVX512_BF16
+  }();
+  return supported;
+#else
+  return false;
+#endif
+}
+
+bool bf16_dots_enabled() { return bf16_dots_allowed().load(std::memory_order_relaxed) && bf16_dots_supported(); }
+
+void allow_bf16_dots(bool allowed) { bf16_dots_allowed().store(allowed); }
 
 bool apply_isa_cap_from_env() {
   static std::once_flag once;

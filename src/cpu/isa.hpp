@@ -18,4 +18,17 @@ std::vector<std::string> available_isas();
 /// For tests and benchmarks. Returns false for an unknown or unsupported name.
 bool force_isa(const std::string& name);
 
+/// True when the CPU has bf16 dot-product instructions (x86 AVX512_BF16: vdpbf16ps, 32
+/// multiply-adds of bf16 pairs into f32 lanes per instruction, twice the fp32 FMA rate on Zen 4).
+bool bf16_dots_supported();
+
+/// True when the AVX-512 kernels may use them (bf16_dots_supported(), and not forbidden by
+/// allow_bf16_dots(false) or by the environment: FIA_BF16_DOTS=0). The in-place wide kernels
+/// (16-row items: decode MLA, multi-token GQA decode) then compute Q·Kᵀ of bf16 query and K rows
+/// as sums of the same exact products in another order (cpu/bf16_dots-inl.h).
+bool bf16_dots_enabled();
+
+/// Allows (the default) or forbids the bf16 dot products; for tests and benchmarks.
+void allow_bf16_dots(bool allowed);
+
 }  // namespace fia::detail

@@ -179,15 +179,38 @@ HWY_INLINE void block_dots(DF df, const float* qt, const BlockRows<typename Src:
   }
 }
 
+#ifdef FIA_BF16_DOTS
+/// block_dots for bf16 rows as bf16 dot products (cpu/bf16_dots-inl.h): qp holds the 16 rows'
+/// query pairs (query_pairs), pair k at qp + 16 k; each K pair of a token is read from its row as
+/// one broadcast 32-bit operand, so the rows need no widening buffer. The same prefetches as
+/// block_dots, a line per token every 32 dims.
+HWY_INLINE void pair_dots(const std::uint32_t* qp, const BlockRows<hwy::bfloat16_t>& r, VF* a) {
+  static_assert(kInplaceRows == 16 && kScoreTokens == 16, "one vector of rows, 16 tokens");
+  for (std::int64_t d = 0; d < r.n; d += 2) {
+    if (d % 32 == 0)
+      for (int t = 0; t < kScoreTokens; ++t)
+        if (r.ahead[t]) prefetch_row(r.ahead[t] + 2 * d, 64);
+    const __m512i q = _mm512_loadu_si512(qp + 8 * d);
+    for (int t = 0; t < kScoreTokens; ++t) {
+      std::uint32_t pair = 0;
+      std::memcpy(&pair, r.rows[t] + d, sizeof(pair));
+      a[t] = dot_pairs(a[t], q, _mm512_set1_epi32(static_cast<int>(pair)));
+    }
+  }
+}
+#endif
+
 /// Scaled, saturated scores of the 16 rows against the tokens of one run: token t's at
 /// st + t * kInplaceRows ("outer-product" form: rows in the lanes, tokens in blocks of
 /// kScoreTokens). qt: the transposed query rows (dim d's 16 values at qt + d * kInplaceRows, the
-/// rope dims after the key dims); kb: scratch of kScoreTokens x 2L floats. A token's score is one
-/// multiply-add chain over its dims in order, whichever block it falls in (a short block repeats
-/// its last token), so paged, contiguous and NZ caches give the same bits.
+/// rope dims after the key dims); kb: scratch of kScoreTokens x 2L floats; qp: the query pairs
+/// for bf16 dot products (query_pairs; bf16 rows only), or null for fp32 multiply-adds. A token's
+/// score is one chain of multiply-adds (or dot products) over its dims in order, whichever block
+/// it falls in (a short block repeats its last token), so paged, contiguous and NZ caches give the
+/// same bits.
 template <class Src>
-void inplace_run_scores(DF df, const Problem& p, const float* qt, const KvRun& run, float* st, const RowsAhead& ahead,
-                        float* kb) {
+void inplace_run_scores(DF df, const Problem& p, const float* qt, const std::uint32_t* qp, const KvRun& run, float* st,
+                        const RowsAhead& ahead, float* kb) {
   using T = typename Src::T;
   constexpr int L = static_cast<int>(HWY_LANES(float)), NV = kInplaceRows / L;
   const T* k = static_cast<const T*>(run.key);
@@ -208,8 +231,17 @@ void inplace_run_scores(DF df, const Problem& p, const float* qt, const KvRun& r
     }
     VF a[kScoreTokens * NV];
     for (VF& v : a) v = hn::Zero(df);
-    block_dots<Src>(df, qt, key, kb, a);
-    if (rope.n > 0) block_dots<Src>(df, qt + p.qk_dim * kInplaceRows, rope, kb, a);
+#ifdef FIA_BF16_DOTS
+    if constexpr (std::is_same_v<Src, BF16Src>)
+      if (qp != nullptr) {
+        pair_dots(qp, key, a);
+        if (rope.n > 0) pair_dots(qp + p.qk_dim / 2 * kInplaceRows, rope, a);
+      }
+#endif
+    if (qp == nullptr) {
+      block_dots<Src>(df, qt, key, kb, a);
+      if (rope.n > 0) block_dots<Src>(df, qt + p.qk_dim * kInplaceRows, rope, kb, a);
+    }
     const std::int64_t n = std::min<std::int64_t>(kScoreTokens, run.count - t0);
     for (std::int64_t t = 0; t < n; ++t)
       for (int v = 0; v < NV; ++v)

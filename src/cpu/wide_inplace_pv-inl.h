@@ -173,12 +173,21 @@ void inplace_scores(const Problem& p, const TileShape& tile, const WorkItem& it,
   const std::int64_t kw = p.qk_dim + p.rope_dim;
   widen_query_rows<QSrc>(p, it, s.k);  // kInplaceRows rows of kw floats: within the K tile buffer
   transpose_into(df, s.k, kw, kInplaceRows, kw, s.q, kInplaceRows);  // then s.k holds widened K
+  // bf16 dot products (cpu/bf16_dots-inl.h): the query pairs lie in the K tile buffer (128 x kw
+  // floats) after the widened K block (kScoreTokens x 2L floats), kw x 8 floats.
+  const std::uint32_t* qp = nullptr;
+#ifdef FIA_BF16_DOTS
+  if constexpr (std::is_same_v<Src, BF16Src>) {
+    auto* pairs = reinterpret_cast<std::uint32_t*>(s.k + kScoreTokens * 2 * hn::Lanes(df));
+    if (bf16_key_dots(p) && query_pairs(s.q, kw, pairs)) qp = pairs;
+  }
+#endif
   std::fill(m, m + kInplaceRows, kNegInf);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
-      inplace_run_scores<Src>(df, p, s.q, run, st + c * sv.col_stride, rows_ahead(p, it, run, c0 + c, true), s.k);
+      inplace_run_scores<Src>(df, p, s.q, qp, run, st + c * sv.col_stride, rows_ahead(p, it, run, c0 + c, true), s.k);
     });
     finish_score_tile(df, p, it, sv, c0, nc, m);
   }

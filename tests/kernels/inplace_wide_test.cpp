@@ -85,16 +85,44 @@ bool has_in_place_kernels(const std::string& isa, std::int64_t d) {
   return isa.rfind("NEON", 0) == 0 && d % 8 == 0;
 }
 
+/// The suffix of a test parameter that runs an instruction set without bf16 dot products.
+constexpr const char* kFp32Products = "_FP32_PRODUCTS";
+
+/// Every compiled instruction set this CPU supports and, for AVX-512 where the CPU has bf16 dot
+/// products (cpu/bf16_dots-inl.h), the same instruction set with them forbidden, so that both
+/// ways through the bf16 kernels are tested.
+std::vector<std::string> isa_params() {
+  std::vector<std::string> v = detail::available_isas();
+  if (detail::bf16_dots_supported())
+    for (const std::string& isa : detail::available_isas())
+      if (isa.rfind("AVX3", 0) == 0) v.push_back(isa + kFp32Products);
+  return v;
+}
+
 class InplacePerIsa : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override { ASSERT_TRUE(detail::force_isa(GetParam())) << GetParam(); }
-  void TearDown() override { detail::force_isa(""); }
+  void SetUp() override {
+    const std::string p = GetParam();
+    const auto cut = p.find(kFp32Products);
+    isa_ = p.substr(0, cut);
+    detail::allow_bf16_dots(cut == std::string::npos);
+    ASSERT_TRUE(detail::force_isa(isa_)) << p;
+  }
+  void TearDown() override {
+    detail::force_isa("");
+    detail::allow_bf16_dots(true);
+  }
+  /// The instruction set (the parameter without kFp32Products).
+  const std::string& isa() const { return isa_; }
+
+ private:
+  std::string isa_;
 };
 
 TEST_P(InplacePerIsa, SixteenRowItemsRunInPlace) {
   for (const Shape& s : kShapes) {
     const TestCall call = build_call(spec_of(s, 40, 0), 1);
-    EXPECT_EQ(in_place_kernels(call.args), has_in_place_kernels(GetParam(), s.qk_dim)) << s.what;
+    EXPECT_EQ(in_place_kernels(call.args), has_in_place_kernels(isa(), s.qk_dim)) << s.what;
   }
 }
 
@@ -105,7 +133,7 @@ TEST_P(InplacePerIsa, MatchesTheReferenceAroundEveryBoundary) {
       if (s.qk_dim == 512 && kv > 600 && kv != 1030) continue;  // the split is covered once
       const CallSpec spec = spec_of(s, kv, variant++);
       const TestCall call = build_call(spec, static_cast<std::uint64_t>(kv * 31 + variant));
-      expect_cpu_matches_reference(call.args, spec.lse, std::string(s.what) + ": " + describe(spec), 2, GetParam());
+      expect_cpu_matches_reference(call.args, spec.lse, std::string(s.what) + ": " + describe(spec), 2, isa());
     }
 }
 
@@ -173,7 +201,51 @@ TEST_P(InplacePerIsa, ResultsDoNotDependOnTheThreadCount) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Compiled, InplacePerIsa, ::testing::ValuesIn(detail::available_isas()),
+// bf16 dot products read subnormal inputs as 0 (cpu/bf16_dots-inl.h), so a query with a value
+// whose products that would change keeps the fp32 products: a subnormal query element (2^-127)
+// against keys of 2^126 to 2^127 in that dim, and a query element of 2^126 against subnormal key
+// elements, each product between 1/2 and 1 and different for every token. Read as 0, the scores
+// would all be equal.
+TEST_P(InplacePerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference) {
+  for (const bool subnormal_query : {true, false}) {
+    CallSpec spec = spec_of(kShapes[2], 40, 0);  // 16 GQA heads, bf16, head dim 64
+    TestCall call = build_call(spec, 17);
+    detail::Problem p;
+    ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+    for (std::int64_t b = 0; b < spec.batch; ++b) {
+      for (std::int64_t n = 0; n < spec.num_heads; ++n)
+        set_stored_value(p.query.base, p.dtype, p.query.offset(b, n, 0) + 5,
+                         subnormal_query ? std::ldexp(1.0f, -127) : std::ldexp(1.0f, 126));
+      for (std::int64_t j = 0; j < p.kv_len(b); ++j) {
+        const float m = 1.0f + static_cast<float>(j % 7) / 8.0f;
+        set_stored_value(p.locate(b, 0, j).key, p.kv_dtype, 5,
+                         subnormal_query ? std::ldexp(m, 126) : std::ldexp(m, -128));
+      }
+    }
+    expect_cpu_matches_reference(call.args, spec.lse, subnormal_query ? "subnormal query" : "query of 2^126", 2, isa());
+  }
+}
+
+// Where the CPU has bf16 dot products, the bf16 kernels take them unless forbidden: the two ways
+// give other bits for a decode MLA call's LSE (sums in another order), and the same when
+// forbidden.
+TEST(InplaceBf16Dots, TakenWhereTheCpuHasThemAndNotWhenForbidden) {
+  if (!detail::bf16_dots_supported()) GTEST_SKIP() << "this CPU has no bf16 dot products";
+  const CallSpec spec = spec_of(kShapes[0], 300, 0);
+  ASSERT_TRUE(spec.lse);
+  const TestCall call = build_call(spec, 21);
+  auto run_with = [&](bool dots) {
+    detail::allow_bf16_dots(dots);
+    Outputs out;
+    EXPECT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
+    detail::allow_bf16_dots(true);
+    return out.softmax_lse.bytes;
+  };
+  EXPECT_NE(run_with(true), run_with(false));
+  EXPECT_EQ(run_with(false), run_with(false));
+}
+
+INSTANTIATE_TEST_SUITE_P(Compiled, InplacePerIsa, ::testing::ValuesIn(isa_params()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

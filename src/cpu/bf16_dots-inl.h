@@ -1,0 +1,67 @@
+// bf16 dot products (x86 AVX512_BF16: vdpbf16ps) for Q·Kᵀ of bf16 query and K rows on AVX-512
+// targets, where the CPU has them (bf16_dots_enabled(), cpu/isa.hpp). One instruction takes 32
+// multiply-adds of bf16 pairs into 16 f32 lanes, at the rate of one fp32 FMA of 16 lanes on Zen 4,
+// and reads the stored rows without widening them. The products of two bf16 values are exact in
+// f32, so only the order of the sums changes: lane i adds the products of elements 2i + 1 and 2i,
+// in that order, each rounded once (FIA-SPEC 25.3 fixes the rounding of P, not the order of the
+// sums). Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets
+// foreach_target re-include it once per target).
+#if defined(FIA_CPU_BF16_DOTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef FIA_CPU_BF16_DOTS_INL_H_
+#undef FIA_CPU_BF16_DOTS_INL_H_
+#else
+#define FIA_CPU_BF16_DOTS_INL_H_
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace fia::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#undef FIA_BF16_DOTS
+#if HWY_ARCH_X86_64 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || \
+                        HWY_TARGET == HWY_AVX3_SPR)
+#define FIA_BF16_DOTS 1
+
+/// acc + the dot products of the bf16 pairs of a and b: lane i gains a[2i+1] b[2i+1], then
+/// a[2i] b[2i]. The instruction reads subnormal inputs as 0 and flushes subnormal results to 0;
+/// query_pairs keeps the query values with which that could matter away from it. Inline
+/// assembly: Highway 1.0.3 has no target with AVX512_BF16, and this runs only where
+/// bf16_dots_enabled().
+HWY_INLINE VF dot_pairs(VF acc, __m512i a, __m512i b) {
+  asm("vdpbf16ps %2, %1, %0" : "+v"(acc.raw) : "v"(a), "v"(b));
+  return acc;
+}
+
+/// True when Q·Kᵀ of `p` may take bf16 dot products: bf16 query and K rows (float KV, no
+/// antiquant) on a CPU that has them.
+HWY_INLINE bool bf16_key_dots(const Problem& p) {
+  return p.dtype == DType::BF16 && p.kv_dtype == DType::BF16 && p.kv_format == KvFormat::kFloat && bf16_dots_enabled();
+}
+
+/// The query of 16 rows for the dot products: qt holds dim d's 16 values (widened from bf16) at
+/// qt + 16 d, for kw (even) dims; out[16 k + r] gets the bf16 pair (dim 2k, dim 2k + 1) of row r,
+/// dim 2k in the low half. False, and the caller keeps the fp32 products, when a value would not
+/// give their results: a subnormal (read as 0), an infinity or NaN, or a magnitude of 2^64 or
+/// more (whose product with a subnormal K element, read as 0, could exceed 2^-62).
+HWY_INLINE bool query_pairs(const float* qt, std::int64_t kw, std::uint32_t* out) {
+  const __m512i exponent = _mm512_set1_epi32(0x7F800000), mantissa = _mm512_set1_epi32(0x007FFFFF);
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)), huge = _mm512_set1_epi32((127 + 64) << 23);
+  __mmask16 bad = 0;
+  for (std::int64_t k = 0; 2 * k < kw; ++k) {
+    const __m512i lo = _mm512_loadu_si512(qt + 32 * k), hi = _mm512_loadu_si512(qt + 32 * k + 16);
+    for (const __m512i x : {lo, hi}) {
+      const __m512i e = _mm512_and_si512(x, exponent);
+      bad |= _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(x, exponent), x, mantissa);  // subnormal
+      bad |= _mm512_cmpge_epi32_mask(e, huge);  // 2^64 or more, infinity, NaN
+    }
+    _mm512_storeu_si512(out + 16 * k, _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, high)));
+  }
+  return bad == 0;
+}
+
+#endif  // FIA_BF16_DOTS
+
+}  // namespace fia::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#endif  // FIA_CPU_BF16_DOTS_INL_H_
