@@ -62,6 +62,13 @@ double fma_peak_round(int threads);
 /// products are not fp32 multiply-adds, and with VNNI one instruction does 4x as many.
 double int8_peak_round(int threads);
 
+/// One round of the bf16 dot-product peak in FLOP/s (2 per multiply-add): `threads` workers
+/// running independent register-resident chains of vdpbf16ps (AVX512_BF16, 32 multiply-adds each),
+/// about as long as fma_peak_round; 0 where the kernels take no bf16 dot products (another CPU or
+/// instruction set, or forbidden: detail::bf16_dots_enabled()). Workloads whose Q·Kᵀ runs on them
+/// judge those FLOPs against it (Workload::dot_flops_per_call).
+double bf16_dot_peak_round(int threads);
+
 /// Bytes of the last-level cache (Linux: sysfs, then sysconf; macOS: sysctl hw.l3cachesize, else
 /// at least 32 MiB from hw.l2cachesize; else 32 MiB).
 long last_level_cache_bytes();

@@ -18,7 +18,10 @@
 #include "args/tensor_slots.hpp"
 #include "fia/io/case_dir.hpp"
 #include "io/json_text.hpp"
+#include "cpu/attention_item.hpp"
+#include "cpu/isa.hpp"
 #include "numeric/half.hpp"
+#include "plan/plan.hpp"
 #include "validate/build_problem.hpp"
 
 namespace fia::bench {
@@ -188,6 +191,23 @@ double bytes_read(const detail::Problem& p) {
   return bytes;
 }
 
+namespace {
+
+/// True when the kernels run Q·Kᵀ of `p` as bf16 dot products (cpu/bf16_dots-inl.h): bf16 query
+/// and K rows, an AVX-512 instruction set whose CPU has them, and every item in place.
+bool bf16_key_dots(const detail::Problem& p) {
+  if (p.dtype != DType::BF16 || p.kv_dtype != DType::BF16 || p.kv_format != detail::KvFormat::kFloat ||
+      !detail::bf16_dots_enabled() || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0)
+    return false;
+  const detail::CpuPlan plan = detail::make_cpu_plan(p, 1);
+  bool all = !plan.items.empty() || !plan.splits.empty();
+  for (const detail::WorkItem& it : plan.items) all = all && detail::runs_in_place(plan, it);
+  for (const detail::SplitGroup& g : plan.splits) all = all && detail::runs_in_place(plan, g.item);
+  return all;
+}
+
+}  // namespace
+
 bool describe_work(Workload& w) {
   detail::Problem p;
   if (w.copies.empty() || !detail::build_problem(w.copies[0]->args, false, &p).ok()) return false;
@@ -206,6 +226,9 @@ bool describe_work(Workload& w) {
   w.flops_per_call = 2.0 * static_cast<double>(p.num_heads) * cells * static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim) *
                      (causal ? 0.5 : 1.0);
   w.decode = max_q <= 16;
+  if (bf16_key_dots(p))
+    w.dot_flops_per_call = w.flops_per_call * static_cast<double>(p.qk_dim + p.rope_dim) /
+                           static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim);
   return true;
 }
 

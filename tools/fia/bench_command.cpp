@@ -82,14 +82,15 @@ int bench_command(const BenchArgs& in) {
                                   [&] { return bench::int8_peak_round(threads); },
                                   [&](const std::vector<bench::ByteRange>& kv) {
                                     return bench::read_bandwidth_round(threads, kv);
-                                  }};
+                                  },
+                                  [&] { return bench::bf16_dot_peak_round(threads); }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
   std::printf("fia bench: %d thread%s, kernels %s, tensors on %s pages; each shape against the medians of %d probe "
               "rounds taken between its calls (decode: the read bandwidth of its own K/V copies)\n",
               threads, threads == 1 ? "" : "s", detail::kernel_isa(), args.pages.c_str(), probes.rounds);
   std::printf("%-6s %10s %11s %9s %10s %9s %7s %6s %8s  %s\n", "shape", "median ms", "roofline ms", "of it", "MB read",
               "GFLOP", "bound", "GB/s", "GFLOP/s", "what");
-  std::vector<double> all_bandwidth, all_peak, all_int8;  // every round of the run, for its summary
+  std::vector<double> all_bandwidth, all_peak, all_int8, all_dot;  // every round of the run, for its summary
 
   Options opt;
   opt.threads = threads;
@@ -126,6 +127,9 @@ int bench_command(const BenchArgs& in) {
       all_bandwidth.insert(all_bandwidth.end(), m.bandwidth_rounds.begin(), m.bandwidth_rounds.end());
       all_peak.insert(all_peak.end(), m.peak_rounds.begin(), m.peak_rounds.end());
       all_int8.insert(all_int8.end(), m.int8_rounds.begin(), m.int8_rounds.end());
+      all_dot.insert(all_dot.end(), m.dot_rounds.begin(), m.dot_rounds.end());
+      if (m.bf16_dot_peak.rounds > 0)
+        r.update({{"bf16_dot_flops_per_call", m.dot_flops_per_call}, {"bf16_dot_peak_GFLOPs", probe_json(m.bf16_dot_peak)}});
       r.update({{"kind", m.decode ? "decode" : "prefill"}, {"repeat", m.repeat}, {"median_s", m.median_s}, {"min_s", m.min_s},
                 {"flops_per_call", m.flops_per_call}, {"roofline_s", m.roofline_s},
                 {"read_bandwidth_GBps", probe_json(m.read_bandwidth)},
@@ -144,10 +148,12 @@ int bench_command(const BenchArgs& in) {
     std::printf("huge pages: %.0f of the %.0f MiB asked for (the rest lies on 4 KiB pages)\n", huge.backed / 1048576.0,
                 huge.advised / 1048576.0);
   const bench::Probe bandwidth = bench::summarize(all_bandwidth), peak = bench::summarize(all_peak);
-  const bench::Probe int8 = bench::summarize(all_int8);
-  std::printf("probes over the run: read bandwidth %s, fp32 FMA peak %s%s (medians)\n",
+  const bench::Probe int8 = bench::summarize(all_int8), dot = bench::summarize(all_dot);
+  std::printf("probes over the run: read bandwidth %s, fp32 FMA peak %s%s%s (medians)\n",
               probe_text(bandwidth, "GB/s").c_str(), probe_text(peak, "GFLOP/s").c_str(),
-              int8.rounds > 0 ? (", int8 multiply-add peak " + probe_text(int8, "GOP/s")).c_str() : "");
+              int8.rounds > 0 ? (", int8 multiply-add peak " + probe_text(int8, "GOP/s")).c_str() : "",
+              dot.rounds > 0 ? (", bf16 dot-product peak " + probe_text(dot, "GFLOP/s") + " (Q·Kᵀ of " +
+                                "shapes that take them)").c_str() : "");
   if (!args.json.empty()) {
     nlohmann::json doc = {{"threads", threads},
                           {"isa", detail::kernel_isa()},
@@ -157,6 +163,7 @@ int bench_command(const BenchArgs& in) {
                           {"fma_peak_GFLOPs", probe_json(peak)},
                           {"results", results}};
     if (int8.rounds > 0) doc["int8_peak_GOPs"] = probe_json(int8);
+    if (dot.rounds > 0) doc["bf16_dot_peak_GFLOPs"] = probe_json(dot);
     std::ofstream f(args.json);
     f << doc.dump(2) << "\n";
     if (!f) {
