@@ -40,11 +40,10 @@ HWY_INLINE bool bf16_key_dots(const Problem& p) {
 
 /// The query of 16 rows for the dot products: qt holds dim d's 16 values (widened from bf16) at
 /// qt + 16 d, for kw (even) dims; out[16 k + r] gets the bf16 pair (dim 2k, dim 2k + 1) of row r,
-/// dim 2k in the low half. False, and the caller keeps the fp32 products, when a value of the
-/// first `rows` rows (the others are padding, whatever they hold) would not give their results: a
-/// subnormal (read as 0), an infinity or NaN, or a magnitude of 2^64 or more (whose product with a
-/// subnormal K element, read as 0, could exceed 2^-62).
-HWY_INLINE bool query_pairs(const float* qt, std::int64_t kw, std::int64_t rows, std::uint32_t* out) {
+/// dim 2k in the low half. False, and the caller keeps the fp32 products, when a value would not
+/// give their results: a subnormal (read as 0), an infinity or NaN, or a magnitude of 2^64 or
+/// more (whose product with a subnormal K element, read as 0, could exceed 2^-62).
+HWY_INLINE bool query_pairs(const float* qt, std::int64_t kw, std::uint32_t* out) {
   const __m512i exponent = _mm512_set1_epi32(0x7F800000), mantissa = _mm512_set1_epi32(0x007FFFFF);
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)), huge = _mm512_set1_epi32((127 + 64) << 23);
   __mmask16 bad = 0;
@@ -57,7 +56,7 @@ HWY_INLINE bool query_pairs(const float* qt, std::int64_t kw, std::int64_t rows,
     }
     _mm512_storeu_si512(out + 16 * k, _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, high)));
   }
-  return (bad & static_cast<__mmask16>((1u << rows) - 1u)) == 0;
+  return bad == 0;
 }
 
 #endif  // FIA_BF16_DOTS

@@ -226,15 +226,6 @@ TEST_P(InplacePerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference) {
   }
 }
 
-// Items of 12 query rows run as 16-row blocks whose last 4 rows are padding, holding whatever the
-// worker's buffer held before (another item's K or query pairs); only the real rows decide
-// whether Q·Kᵀ takes bf16 dot products, so that the choice, and the bits, do not depend on which
-// worker ran which item before.
-TEST_P(InplacePerIsa, PaddingRowsDoNotChooseTheProducts) {
-  const Shape twelve{"12 GQA heads", 12, 1, 1, 64, 0, DType::BF16};
-  for (const std::int64_t kv : {40, 1100}) expect_thread_invariant(build_call(spec_of(twelve, kv, 1), 8).args, twelve.what);
-}
-
 // Where the CPU has bf16 dot products, the bf16 kernels take them unless forbidden: the two ways
 // give other bits for a decode MLA call's LSE (sums in another order), and the same when
 // forbidden.
