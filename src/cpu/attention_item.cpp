@@ -17,7 +17,6 @@
 #include "cpu/item_common.hpp"
 
 #include "cpu/antiquant.hpp"
-#include "cpu/isa.hpp"
 #include "numeric/post_quant.hpp"
 #include "reference/reference.hpp"
 

@@ -1,11 +1,14 @@
 // bf16 dot products (x86 AVX512_BF16: vdpbf16ps) for Q·Kᵀ of bf16 query and K rows on AVX-512
-// targets, where the CPU has them (bf16_dots_enabled(), cpu/isa.hpp). One instruction takes 32
-// multiply-adds of bf16 pairs into 16 f32 lanes, at the rate of one fp32 FMA of 16 lanes on Zen 4,
-// and reads the stored rows without widening them. The products of two bf16 values are exact in
-// f32, so only the order of the sums changes: lane i adds the products of elements 2i + 1 and 2i,
-// in that order, each rounded once (FIA-SPEC 25.3 fixes the rounding of P, not the order of the
-// sums). Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets
-// foreach_target re-include it once per target).
+// targets, where the CPU has them (bf16_dots_enabled(), cpu/isa.hpp, read at plan time into
+// Problem::bf16_dots). One instruction takes 32 multiply-adds of bf16 pairs into 16 f32 lanes, at
+// the rate of one fp32 FMA of 16 lanes on Zen 4, and reads the stored rows without widening them.
+// FIA-SPEC 5 step 2 asks for the products of the exact inputs summed in fp32: the products of two
+// bf16 values are exact in f32, and lane i adds those of elements 2i + 1 and 2i, in that order,
+// each rounded once, so the order of the sums changes; besides, the instruction reads subnormal
+// inputs as 0 (query_pairs keeps such queries off it) and flushes products and partial sums below
+// 2^-126 to 0 (an absolute error below 2^-126 each). Included per Highway target by
+// cpu/attention_item.cpp (the toggle guard below lets foreach_target re-include it once per
+// target).
 #if defined(FIA_CPU_BF16_DOTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef FIA_CPU_BF16_DOTS_INL_H_
 #undef FIA_CPU_BF16_DOTS_INL_H_
@@ -33,9 +36,9 @@ HWY_INLINE VF dot_pairs(VF acc, __m512i a, __m512i b) {
 }
 
 /// True when Q·Kᵀ of `p` may take bf16 dot products: bf16 query and K rows (float KV, no
-/// antiquant) on a CPU that has them.
+/// antiquant), planned where the CPU has them (Problem::bf16_dots).
 HWY_INLINE bool bf16_key_dots(const Problem& p) {
-  return p.dtype == DType::BF16 && p.kv_dtype == DType::BF16 && p.kv_format == KvFormat::kFloat && bf16_dots_enabled();
+  return p.bf16_dots && p.dtype == DType::BF16 && p.kv_dtype == DType::BF16 && p.kv_format == KvFormat::kFloat;
 }
 
 /// The query of 16 rows for the dot products: qt holds dim d's 16 values (widened from bf16) at
@@ -49,7 +52,8 @@ HWY_INLINE bool query_pairs(const float* qt, std::int64_t kw, std::uint32_t* out
   __mmask16 bad = 0;
   for (std::int64_t k = 0; 2 * k < kw; ++k) {
     const __m512i lo = _mm512_loadu_si512(qt + 32 * k), hi = _mm512_loadu_si512(qt + 32 * k + 16);
-    for (const __m512i x : {lo, hi}) {
+    const __m512i both[2] = {lo, hi};
+    for (const __m512i x : both) {
       const __m512i e = _mm512_and_si512(x, exponent);
       bad |= _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(x, exponent), x, mantissa);  // subnormal
       bad |= _mm512_cmpge_epi32_mask(e, huge);  // 2^64 or more, infinity, NaN

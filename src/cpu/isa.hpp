@@ -23,12 +23,14 @@ bool force_isa(const std::string& name);
 bool bf16_dots_supported();
 
 /// True when the AVX-512 kernels may use them (bf16_dots_supported(), and not forbidden by
-/// allow_bf16_dots(false) or by the environment: FIA_BF16_DOTS=0). The in-place wide kernels
-/// (16-row items: decode MLA, multi-token GQA decode) then compute Q·Kᵀ of bf16 query and K rows
-/// as sums of the same exact products in another order (cpu/bf16_dots-inl.h).
+/// allow_bf16_dots(false) or by the environment: FIA_BF16_DOTS=0); plan() reads it into the
+/// plan. The in-place wide kernels (16-row items: decode MLA, 16 GQA heads, multi-token GQA
+/// decode) then compute Q·Kᵀ of bf16 query and K rows as sums of the same exact products in
+/// another order (cpu/bf16_dots-inl.h).
 bool bf16_dots_enabled();
 
-/// Allows (the default) or forbids the bf16 dot products; for tests and benchmarks.
+/// Allows (the default) or forbids the bf16 dot products in plans made from now on; for tests and
+/// benchmarks.
 void allow_bf16_dots(bool allowed);
 
 }  // namespace fia::detail

@@ -7,7 +7,9 @@
 // Q·Kᵀ has the 16 rows in the vector lanes ("outer-product" form): a block of kScoreTokens tokens
 // keeps one accumulator per (token, row vector); a pair block (2 x Lanes dims) of the block's K
 // rows at a time is widened into an L1 buffer, and each multiply-add takes its K element from
-// there as a broadcast operand. No sum across lanes is needed, and a token's 16 scores come out
+// there as a broadcast operand (bf16 rows on CPUs with bf16 dot products: each token's pair of K
+// elements read from its row as one broadcast operand of a vdpbf16ps, pair_dots). No sum across
+// lanes is needed, and a token's 16 scores come out
 // as one vector, the layout phase B reads. P·V has the head dim in the lanes ("inner-product"
 // form): (kGroupRows rows x 2 vectors) accumulators, P broadcast once for both vectors. Rows are
 // read a "pair block" at a time; a bf16 block becomes its even and its odd elements (one shift or

@@ -253,6 +253,10 @@ struct Problem {
   /// ignored), so each latent row is stored, and read, once.
   bool values_are_keys = false;
 
+  /// Set by plan(): the kernels may take bf16 dot products (cpu/isa.hpp bf16_dots_enabled() at
+  /// plan time), so that a plan computes one way however the switch changes while it runs.
+  bool bf16_dots = false;
+
   /// FIA-SPEC 19: the query is empty; nothing was validated and nothing is computed. out_shape is
   /// the query's shape in the output layout (the query's own shape when the layout is unknown).
   bool empty_query = false;

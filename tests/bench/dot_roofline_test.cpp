@@ -1,0 +1,60 @@
+// fia bench's roofline for workloads whose Q·Kᵀ the kernels run as bf16 dot products
+// (cpu/bf16_dots-inl.h): those FLOPs take their time at the bf16 dot-product peak, which the
+// workload probes besides the FMA peak.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "bench/runner.hpp"
+#include "bench/workload.hpp"
+#include "cpu/attention_item.hpp"
+#include "cpu/isa.hpp"
+
+namespace fia::test {
+namespace {
+
+/// The one workload `name` of the project's shapes file.
+bench::Workload shape(const std::string& name) {
+  auto w = bench::load_shapes(FIA_SOURCE_DIR "/bench/shapes.json", {name});
+  EXPECT_EQ(w.size(), 1u) << name;
+  return w.empty() ? bench::Workload{} : std::move(w[0]);
+}
+
+// FLOPs the kernels run as bf16 dot products take their time at the dot-product peak, the others
+// at the FMA peak; without a dot-product peak every FLOP takes the FMA peak.
+TEST(BenchRoofline, DotProductFlopsTakeTheDotProductPeak) {
+  bool memory = true;
+  EXPECT_DOUBLE_EQ(bench::roofline_seconds(40e6, 4e9, bench::MachineLimits{20e9, 400e9, 800e9}, &memory, 2e9), 0.0075);
+  EXPECT_FALSE(memory);  // 2 ms of bytes, 5 + 2.5 ms of FLOPs
+  EXPECT_DOUBLE_EQ(bench::roofline_seconds(40e6, 4e9, bench::MachineLimits{20e9, 400e9}, &memory, 2e9), 0.01);
+}
+
+// Decode MLA (D6: bf16, 16 rows per item, in place) runs Q·Kᵀ as bf16 dot products where the CPU
+// has them on AVX-512: those FLOPs (576 of every 1088) are judged against the dot-product peak,
+// whose rounds the workload takes besides the FMA peak's. Forbidden, or on another instruction
+// set, there are none; bf16 decode of one row per item (D4) and prefill (P3) never take them.
+TEST(BenchRoofline, QkOfDecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
+  EXPECT_EQ(shape("D4").dot_flops_per_call, 0.0);
+  EXPECT_EQ(shape("P3").dot_flops_per_call, 0.0);
+  detail::allow_bf16_dots(false);
+  EXPECT_EQ(shape("D6").dot_flops_per_call, 0.0);
+  detail::allow_bf16_dots(true);
+  bench::Workload w = shape("D6");
+  const bool dots = detail::bf16_dots_enabled() && std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
+  EXPECT_DOUBLE_EQ(w.dot_flops_per_call, dots ? w.flops_per_call * 576.0 / 1088.0 : 0.0);
+  if (!dots) GTEST_SKIP() << "no bf16 dot products on this CPU";
+  int dot_rounds = 0;
+  bench::LimitProbes probes{[] { return 1e15; }, [] { return 1e12; }, 3, nullptr, nullptr,
+                            [&] { ++dot_rounds; return 2e12; }};
+  Options opt;
+  opt.threads = 2;
+  opt.backend = Backend::kCpu;
+  const bench::Measurement m = bench::measure(w, opt, 2, probes, nullptr);
+  ASSERT_TRUE(m.error.empty()) << m.error;
+  EXPECT_EQ(dot_rounds, 3);
+  EXPECT_EQ(m.bf16_dot_peak.median, 2e12);
+  EXPECT_DOUBLE_EQ(m.roofline_s, (w.flops_per_call - w.dot_flops_per_call) / 1e12 + w.dot_flops_per_call / 2e12);
+}
+
+}  // namespace
+}  // namespace fia::test
