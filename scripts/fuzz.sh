@@ -30,7 +30,11 @@ if [ -z "${FIA_FUZZ_ALL_TARGETS:-}" ] && grep -qw avx2 /proc/cpuinfo 2>/dev/null
   avx512=1
   for f in avx512f avx512bw avx512dq avx512vl avx512cd; do grep -qw "$f" /proc/cpuinfo || avx512=0; done
   [ "$avx512" = 1 ] && march=x86-64-v4
-  flags="-march=$march -DHWY_COMPILE_ONLY_STATIC"
+  # Highway 1.0.3's AVX2 and AVX3 targets also need AES and CLMUL, which x86-64-v3/v4 leave out:
+  # without them the static target fell back to SSSE3.
+  crypto=""
+  grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo && crypto="-maes -mpclmul"
+  flags="-march=$march $crypto -DHWY_COMPILE_ONLY_STATIC"
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DFIA_FUZZ=ON -DFIA_BUILD_TESTS=OFF \
   -DCMAKE_CXX_FLAGS="$flags" >/dev/null
