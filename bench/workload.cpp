@@ -226,9 +226,12 @@ bool describe_work(Workload& w) {
   w.flops_per_call = 2.0 * static_cast<double>(p.num_heads) * cells * static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim) *
                      (causal ? 0.5 : 1.0);
   w.decode = max_q <= 16;
-  if (bf16_key_dots(p))
-    w.dot_flops_per_call = w.flops_per_call * static_cast<double>(p.qk_dim + p.rope_dim) /
-                           static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim);
+  if (bf16_key_dots(p)) {  // P·V too where P is E rounded to bf16 (FIA-SPEC 25.3, first row)
+    const bool values = p.p_rule.kind == detail::PRule::Kind::kRoundE && p.p_rule.round_to == DType::BF16;
+    w.dot_flops_per_call = values ? w.flops_per_call
+                                  : w.flops_per_call * static_cast<double>(p.qk_dim + p.rope_dim) /
+                                        static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim);
+  }
   return true;
 }
 

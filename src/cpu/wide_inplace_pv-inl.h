@@ -23,6 +23,17 @@ HWY_INLINE std::int64_t pair_position(std::int64_t d, std::int64_t lanes) {
   return d - e + (e % 2 == 0 ? e / 2 : lanes + e / 2);
 }
 
+/// Where element d of an accumulator row lies: load2's order, or with `pairs` (P·V by bf16 dot
+/// products of token pairs) dot_pair_position's.
+template <class Src>
+HWY_INLINE std::int64_t accumulator_position(std::int64_t d, std::int64_t lanes, bool pairs) {
+#ifdef FIA_BF16_DOTS
+  if (pairs) return dot_pair_position(d);
+#endif
+  (void)pairs;
+  return pair_position<Src>(d, lanes);
+}
+
 /// True when the n elements of a stored row (n a multiple of a pair block) are all finite.
 template <class Src>
 HWY_INLINE bool row_finite(DF df, const typename Src::T* row, std::int64_t n) {
@@ -44,7 +55,7 @@ HWY_INLINE bool row_finite(DF df, const typename Src::T* row, std::int64_t n) {
 /// v + t * stride, P of token t at pt + t * kInplaceRows; acc rows ld floats apart, in load2's order.
 template <class Src>
 HWY_INLINE std::uint64_t tokens_left_out(DF df, const Problem& p, const typename Src::T* v, std::int64_t stride,
-                                         std::int64_t n, const float* pt, float* acc, std::int64_t ld) {
+                                         std::int64_t n, const float* pt, float* acc, std::int64_t ld, bool pairs) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   const VF zero = hn::Zero(df);
   std::uint64_t out = 0;
@@ -62,7 +73,7 @@ HWY_INLINE std::uint64_t tokens_left_out(DF df, const Problem& p, const typename
     out |= std::uint64_t{1} << t;
     for (std::int64_t r = 0; r < kInplaceRows; ++r) {
       if (w[r] == 0.0f) continue;
-      for (std::int64_t d = 0; d < vd; ++d) acc[r * ld + pair_position<Src>(d, L)] += w[r] * Src::one(row, d);
+      for (std::int64_t d = 0; d < vd; ++d) acc[r * ld + accumulator_position<Src>(d, L, pairs)] += w[r] * Src::one(row, d);
     }
   }
   return out;
@@ -136,20 +147,109 @@ HWY_INLINE void pv_block(DF df, const Problem& p, const typename Src::T* v, std:
   }
 }
 
+#ifdef FIA_BF16_DOTS
+/// pv_block as bf16 dot products of token pairs (bf16_value_dots; acc in dot_pair_position's
+/// order): per pair block and row group, each pair of tokens' V rows interleaved into two vectors
+/// and each row's P pair (bf16 bits of tokens 2k and 2k + 1) broadcast as one 32-bit operand. A
+/// token of `skip`, or beyond n, reads 0 for its V row and its P. A token with a subnormal P in
+/// some row (which the instruction reads as 0) is left out of the pairs and added by fp32
+/// multiply-adds in the same lanes after them. The same prefetches as pv_block.
+HWY_INLINE void pv_block_pairs(DF df, const Problem& p, const hwy::bfloat16_t* v, std::int64_t stride, std::int64_t n,
+                               const float* pt, std::uint64_t skip, float* acc, std::int64_t ld, const RowsAhead& ahead,
+                               std::int64_t next) {
+  static_assert(kInplaceRows == 16 && kInplacePvTokens <= 32, "one vector of rows");
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), B2 = 2 * L, vd = p.v_dim, es = 2;
+  const auto* vb = reinterpret_cast<const std::uint16_t*>(v);
+  // Which tokens go through the dot products and which through fp32, and the P pairs.
+  const __m512i exponent = _mm512_set1_epi32(0x7F800000), mantissa = _mm512_set1_epi32(0x007FFFFF);
+  std::uint32_t fp32 = 0;
+  for (std::int64_t t = 0; t < n; ++t) {
+    if ((skip >> t) & 1) continue;
+    const __m512i w = _mm512_loadu_si512(pt + t * kInplaceRows);
+    if (_mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(w, exponent), w, mantissa) != 0) fp32 |= 1u << t;
+  }
+  const std::uint32_t dotted = ~fp32 & ~static_cast<std::uint32_t>(skip) & ((1u << n) - 1u);
+  alignas(64) std::uint32_t pw[kInplacePvTokens / 2][kInplaceRows];
+  for (std::int64_t k = 0; 2 * k < n; ++k) {
+    const auto m0 = static_cast<__mmask16>((dotted >> (2 * k)) & 1 ? 0xFFFF : 0);
+    const auto m1 = static_cast<__mmask16>((dotted >> (2 * k + 1)) & 1 ? 0xFFFF : 0);
+    const __m512i w0 = _mm512_maskz_loadu_epi32(m0, pt + 2 * k * kInplaceRows);
+    const __m512i w1 = _mm512_maskz_loadu_epi32(m1, pt + (2 * k + 1) * kInplaceRows);
+    _mm512_store_si512(pw[k], _mm512_or_si512(_mm512_srli_epi32(w0, 16),
+                                              _mm512_and_si512(w1, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)))));
+  }
+  const char* rows[kInplacePvTokens];  // the next block's rows; past the item's end, this block's
+  for (std::int64_t t = 0; t < n; ++t) {
+    const char* r = ahead.row(next + t, 0);
+    rows[t] = r ? r : reinterpret_cast<const char*>(vb + t * stride);
+  }
+  for (std::int64_t d0 = 0; d0 < vd; d0 += B2) {
+    for (std::int64_t g = 0; g < kInplaceRows; g += kGroupRows) {
+      float* a = acc + g * ld + d0;
+      VF lo[kGroupRows], hi[kGroupRows];
+      for (int h = 0; h < kGroupRows; ++h) {
+        lo[h] = hn::Load(df, a + h * ld);
+        hi[h] = hn::Load(df, a + h * ld + L);
+      }
+      for (std::int64_t k = 0; 2 * k < n; ++k) {
+        const std::int64_t t = 2 * k;
+        if (g == 0)
+          for (std::int64_t j = t; j < std::min(t + 2, n); ++j) {
+            prefetch_row(rows[j] + d0 * es, B2 * es);
+            prefetch_row<3>(d0 + B2 < vd ? reinterpret_cast<const char*>(vb + j * stride + d0 + B2) : rows[j], B2 * es);
+          }
+        const std::uint32_t both = (dotted >> t) & 3u;
+        if (both == 0) continue;
+        const __m512i x0 = _mm512_maskz_loadu_epi16(both & 1u ? ~__mmask32{0} : 0, vb + t * stride + d0);
+        const __m512i x1 = _mm512_maskz_loadu_epi16(both & 2u ? ~__mmask32{0} : 0, vb + (t + 1) * stride + d0);
+        const __m512i even = _mm512_unpacklo_epi16(x0, x1), odd = _mm512_unpackhi_epi16(x0, x1);
+        for (int h = 0; h < kGroupRows; ++h) {
+          const __m512i w = _mm512_set1_epi32(static_cast<int>(pw[k][g + h]));
+          lo[h] = dot_pairs(lo[h], even, w);
+          hi[h] = dot_pairs(hi[h], odd, w);
+        }
+      }
+      for (std::uint32_t rest = fp32; rest != 0; rest &= rest - 1) {
+        const int t = __builtin_ctz(rest);  // V row t as floats in the same lanes: above a zero half
+        const __m512i x = _mm512_loadu_si512(vb + t * stride + d0);
+        const VF e = VF{_mm512_castsi512_ps(_mm512_unpacklo_epi16(_mm512_setzero_si512(), x))};
+        const VF o = VF{_mm512_castsi512_ps(_mm512_unpackhi_epi16(_mm512_setzero_si512(), x))};
+        for (int h = 0; h < kGroupRows; ++h) {
+          const VF w = hn::Set(df, pt[t * kInplaceRows + g + h]);
+          lo[h] = hn::MulAdd(w, e, lo[h]);
+          hi[h] = hn::MulAdd(w, o, hi[h]);
+        }
+      }
+      for (int h = 0; h < kGroupRows; ++h) {
+        hn::Store(lo[h], df, a + h * ld);
+        hn::Store(hi[h], df, a + h * ld + L);
+      }
+    }
+  }
+}
+#endif
+
 /// acc (rows ld floats apart) += P · V over the tokens of one run of V rows, P of token t at
 /// pt + t * kInplaceRows, in blocks of kInplacePvTokens tokens. `checked`: the tile has rows that
 /// exclude keys (tokens_left_out).
 template <class Src>
 void inplace_run_pv(DF df, const Problem& p, const KvRun& run, const float* pt, bool checked, float* acc,
-                    std::int64_t ld, const RowsAhead& ahead) {
+                    std::int64_t ld, const RowsAhead& ahead, bool pairs) {
   using T = typename Src::T;
   const T* v = static_cast<const T*>(run.value);
   for (std::int64_t t0 = 0; t0 < run.count; t0 += kInplacePvTokens) {
     const std::int64_t n = std::min(kInplacePvTokens, run.count - t0);
     const T* vb = v + t0 * run.value_stride;
     const float* pb = pt + t0 * kInplaceRows;
+    const std::uint64_t skip = checked ? tokens_left_out<Src>(df, p, vb, run.value_stride, n, pb, acc, ld, pairs) : 0;
+#ifdef FIA_BF16_DOTS
+    if constexpr (std::is_same_v<Src, BF16Src>)
+      if (pairs) {
+        pv_block_pairs(df, p, vb, run.value_stride, n, pb, skip, acc, ld, ahead, t0 + n);
+        continue;
+      }
+#endif
     if (checked) {
-      const std::uint64_t skip = tokens_left_out<Src>(df, p, vb, run.value_stride, n, pb, acc, ld);
       pv_block<Src, true>(df, p, vb, run.value_stride, n, pb, skip, acc, ld, ahead, t0 + n);
     } else {
       pv_block<Src, false>(df, p, vb, run.value_stride, n, pb, 0, acc, ld, ahead, t0 + n);
@@ -206,18 +306,22 @@ void inplace_accumulate(const Problem& p, const TileShape& tile, const WorkItem&
   std::fill(a, a + kInplaceRows * ld, 0.0f);
   const bool formed = form_p_columns(df, p, it, sv, rs, l);  // 25.3 paths other than round(E)
   if (!formed) std::fill(l, l + kInplaceRows, 0.0f);
+  bool pairs = false;  // P·V as bf16 dot products of token pairs (cpu/bf16_dots-inl.h)
+#ifdef FIA_BF16_DOTS
+  if constexpr (std::is_same_v<Src, BF16Src>) pairs = bf16_value_dots(p, formed);
+#endif
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
     if (!formed) exp_tile(df, p, st, sv.col_stride, nc, kInplaceRows, rs.max, l);
     const bool checked = !tile_fully_visible(p, it, c0, nc) || p.has_pse;  // else no row excludes a key
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
-      inplace_run_pv<Src>(df, p, run, st + c * sv.col_stride, checked, a, ld, rows_ahead(p, it, run, c0 + c, false));
+      inplace_run_pv<Src>(df, p, run, st + c * sv.col_stride, checked, a, ld, rows_ahead(p, it, run, c0 + c, false), pairs);
     });
   }
   for (std::int64_t r = 0; r < kInplaceRows; ++r) {
     if (rs.max[r] == kNegInf) l[r] = 0.0f;
-    for (std::int64_t d = 0; d < vd; ++d) acc[r * vd + d] = a[r * ld + pair_position<Src>(d, L)];  // natural order
+    for (std::int64_t d = 0; d < vd; ++d) acc[r * vd + d] = a[r * ld + accumulator_position<Src>(d, L, pairs)];  // natural order
   }
 }
 
