@@ -65,8 +65,8 @@ double int8_peak_round(int threads);
 /// One round of the bf16 dot-product peak in FLOP/s (2 per multiply-add): `threads` workers
 /// running independent register-resident chains of vdpbf16ps (AVX512_BF16, 32 multiply-adds each),
 /// about as long as fma_peak_round; 0 where the kernels take no bf16 dot products (another CPU or
-/// instruction set, or forbidden: detail::bf16_dots_enabled()). Workloads whose Q·Kᵀ runs on them
-/// judge those FLOPs against it (Workload::dot_flops_per_call).
+/// instruction set, or forbidden: detail::bf16_dots_enabled()). Workloads whose products run on
+/// them judge those FLOPs against it (Workload::dot_flops_per_call).
 double bf16_dot_peak_round(int threads);
 
 /// Bytes of the last-level cache (Linux: sysfs, then sysconf; macOS: sysctl hw.l3cachesize, else

@@ -194,7 +194,8 @@ double bytes_read(const detail::Problem& p) {
 namespace {
 
 /// True when the kernels run Q·Kᵀ of `p` as bf16 dot products (cpu/bf16_dots-inl.h): bf16 query
-/// and K rows, an AVX-512 instruction set whose CPU has them, and every item in place.
+/// and K rows, an AVX-512 instruction set whose CPU has them, and every item in place (P·V too
+/// where P is E rounded to bf16).
 bool bf16_key_dots(const detail::Problem& p) {
   if (p.dtype != DType::BF16 || p.kv_dtype != DType::BF16 || p.kv_format != detail::KvFormat::kFloat ||
       !detail::bf16_dots_enabled() || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0)

@@ -25,8 +25,8 @@ bool bf16_dots_supported();
 /// True when the AVX-512 kernels may use them (bf16_dots_supported(), and not forbidden by
 /// allow_bf16_dots(false) or by the environment: FIA_BF16_DOTS=0); plan() reads it into the
 /// plan. The in-place wide kernels (16-row items: decode MLA, 16 GQA heads, multi-token GQA
-/// decode) then compute Q·Kᵀ of bf16 query and K rows as sums of the same exact products in
-/// another order (cpu/bf16_dots-inl.h).
+/// decode) then compute Q·Kᵀ of bf16 query and K rows, and P·V of bf16 V rows where P is E
+/// rounded to bf16, as sums of the same exact products in another order (cpu/bf16_dots-inl.h).
 bool bf16_dots_enabled();
 
 /// Allows (the default) or forbids the bf16 dot products in plans made from now on; for tests and

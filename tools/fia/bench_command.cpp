@@ -152,7 +152,7 @@ int bench_command(const BenchArgs& in) {
   std::printf("probes over the run: read bandwidth %s, fp32 FMA peak %s%s%s (medians)\n",
               probe_text(bandwidth, "GB/s").c_str(), probe_text(peak, "GFLOP/s").c_str(),
               int8.rounds > 0 ? (", int8 multiply-add peak " + probe_text(int8, "GOP/s")).c_str() : "",
-              dot.rounds > 0 ? (", bf16 dot-product peak " + probe_text(dot, "GFLOP/s") + " (Q·Kᵀ of " +
+              dot.rounds > 0 ? (", bf16 dot-product peak " + probe_text(dot, "GFLOP/s") + " (the products of " +
                                 "shapes that take them)").c_str() : "");
   if (!args.json.empty()) {
     nlohmann::json doc = {{"threads", threads},
