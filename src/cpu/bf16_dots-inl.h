@@ -6,8 +6,8 @@
 // of two bf16 values are exact in f32, and lane i adds those of elements 2i + 1 and 2i, in that
 // order, each rounded once, so the order of the sums changes; besides, the instruction reads
 // subnormal inputs as 0 (query_pairs keeps such queries off it, and P·V adds tokens with a
-// subnormal P by fp32 multiply-adds) and flushes products and partial sums below 2^-126 to 0 (an
-// absolute error below 2^-126 each). Included per Highway target by
+// subnormal P by fp32 multiply-adds), reads a subnormal accumulator as 0 too, and flushes products
+// and partial sums below 2^-126 to 0 (an absolute error below 2^-126 each). Included per Highway target by
 // cpu/attention_item.cpp (the toggle guard below lets foreach_target re-include it once per
 // target).
 #if defined(FIA_CPU_BF16_DOTS_INL_H_) == defined(HWY_TARGET_TOGGLE)

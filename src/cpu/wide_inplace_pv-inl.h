@@ -157,7 +157,7 @@ HWY_INLINE void pv_block(DF df, const Problem& p, const typename Src::T* v, std:
 HWY_INLINE void pv_block_pairs(DF df, const Problem& p, const hwy::bfloat16_t* v, std::int64_t stride, std::int64_t n,
                                const float* pt, std::uint64_t skip, float* acc, std::int64_t ld, const RowsAhead& ahead,
                                std::int64_t next) {
-  static_assert(kInplaceRows == 16 && kInplacePvTokens <= 32, "one vector of rows");
+  static_assert(kInplaceRows == 16 && kInplacePvTokens <= 16, "one vector of rows; token masks of 16 bits");
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), B2 = 2 * L, vd = p.v_dim, es = 2;
   const auto* vb = reinterpret_cast<const std::uint16_t*>(v);
   // Which tokens go through the dot products and which through fp32, and the P pairs.
@@ -169,12 +169,12 @@ HWY_INLINE void pv_block_pairs(DF df, const Problem& p, const hwy::bfloat16_t* v
     if (_mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(w, exponent), w, mantissa) != 0) fp32 |= 1u << t;
   }
   const std::uint32_t dotted = ~fp32 & ~static_cast<std::uint32_t>(skip) & ((1u << n) - 1u);
-  alignas(64) std::uint32_t pw[kInplacePvTokens / 2][kInplaceRows];
+  alignas(64) std::uint32_t pw[(kInplacePvTokens + 1) / 2][kInplaceRows];
   for (std::int64_t k = 0; 2 * k < n; ++k) {
     const auto m0 = static_cast<__mmask16>((dotted >> (2 * k)) & 1 ? 0xFFFF : 0);
     const auto m1 = static_cast<__mmask16>((dotted >> (2 * k + 1)) & 1 ? 0xFFFF : 0);
     const __m512i w0 = _mm512_maskz_loadu_epi32(m0, pt + 2 * k * kInplaceRows);
-    const __m512i w1 = _mm512_maskz_loadu_epi32(m1, pt + (2 * k + 1) * kInplaceRows);
+    const __m512i w1 = _mm512_maskz_loadu_epi32(m1, pt + std::min(2 * k + 1, n - 1) * kInplaceRows);  // (in the block)
     _mm512_store_si512(pw[k], _mm512_or_si512(_mm512_srli_epi32(w0, 16),
                                               _mm512_and_si512(w1, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)))));
   }
@@ -201,7 +201,7 @@ HWY_INLINE void pv_block_pairs(DF df, const Problem& p, const hwy::bfloat16_t* v
         const std::uint32_t both = (dotted >> t) & 3u;
         if (both == 0) continue;
         const __m512i x0 = _mm512_maskz_loadu_epi16(both & 1u ? ~__mmask32{0} : 0, vb + t * stride + d0);
-        const __m512i x1 = _mm512_maskz_loadu_epi16(both & 2u ? ~__mmask32{0} : 0, vb + (t + 1) * stride + d0);
+        const __m512i x1 = _mm512_maskz_loadu_epi16(both & 2u ? ~__mmask32{0} : 0, vb + std::min(t + 1, n - 1) * stride + d0);
         const __m512i even = _mm512_unpacklo_epi16(x0, x1), odd = _mm512_unpackhi_epi16(x0, x1);
         for (int h = 0; h < kGroupRows; ++h) {
           const __m512i w = _mm512_set1_epi32(static_cast<int>(pw[k][g + h]));

@@ -228,9 +228,10 @@ TEST_P(InplacePerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference) {
 }
 
 // P·V by bf16 dot products reads a subnormal P as 0 (cpu/bf16_dots-inl.h), so a token with one
-// goes through fp32 multiply-adds instead: key 7's score lies about 91 below every row's max
-// (E about 2^-131, subnormal in bf16 and f32) and its V row is 2^126, so that E·V (about 2^-5)
-// still moves every output element well past the tolerance. Read as 0, it would be lost.
+// goes through fp32 multiply-adds instead: key 7's score is exactly -88 (one nonzero element),
+// 88 to 90 below each row's max (the other keys' scores lie within 2 of 0), so E lies between
+// 2^-130 and 2^-127, subnormal in bf16 and f32; its V row is 2^126, so that E·V (1/16 to 1/2)
+// moves every output element well past the tolerance. Read as 0, it would be lost.
 TEST_P(InplacePerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsThem) {
   CallSpec spec = spec_of(kShapes[2], 40, 0);  // 16 GQA heads, bf16, head dim 64, BNSD
   spec.batch = 1;
@@ -239,8 +240,8 @@ TEST_P(InplacePerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsThem)
   detail::Problem p;
   ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
   for (std::int64_t n = 0; n < spec.num_heads; ++n) set_stored_value(p.query.base, p.dtype, p.query.offset(0, n, 0) + 5, 1.0f);
-  const float k5 = static_cast<float>(-91.0 / p.scale);  // the score, times the scale, about -91
-  set_stored_value(p.locate(0, 0, 7).key, p.kv_dtype, 5, k5);
+  for (std::int64_t d = 0; d < spec.qk_dim; ++d)
+    set_stored_value(p.locate(0, 0, 7).key, p.kv_dtype, d, d == 5 ? static_cast<float>(-88.0 / p.scale) : 0.0f);
   for (std::int64_t d = 0; d < spec.qk_dim; ++d) set_stored_value(p.locate(0, 0, 7).value, p.kv_dtype, d, std::ldexp(1.0f, 126));
   expect_cpu_matches_reference(call.args, spec.lse, "subnormal P against V of 2^126", 2, isa());
 }
