@@ -193,13 +193,11 @@ double bytes_read(const detail::Problem& p) {
 
 namespace {
 
-/// True when the kernels run Q·Kᵀ of `p` as bf16 dot products (cpu/bf16_dots-inl.h): bf16 query
-/// and K rows, an AVX-512 instruction set whose CPU has them, and every item in place (P·V too
-/// where P is E rounded to bf16).
-bool bf16_key_dots(const detail::Problem& p) {
-  if (p.dtype != DType::BF16 || p.kv_dtype != DType::BF16 || p.kv_format != detail::KvFormat::kFloat ||
-      !detail::bf16_dots_enabled() || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0)
-    return false;
+/// True when the kernels run Q·Kᵀ of `p` as bf16 dot products (cpu/bf16_dots-inl.h): as a plan
+/// made now would (detail::bf16_key_dots), on an AVX-512 instruction set, every item in place.
+bool in_place_key_dots(detail::Problem p) {
+  p.bf16_dots = detail::bf16_dots_enabled();  // as plan() sets it
+  if (!detail::bf16_key_dots(p) || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0) return false;
   const detail::CpuPlan plan = detail::make_cpu_plan(p, 1);
   bool all = !plan.items.empty() || !plan.splits.empty();
   for (const detail::WorkItem& it : plan.items) all = all && detail::runs_in_place(plan, it);
@@ -227,9 +225,9 @@ bool describe_work(Workload& w) {
   w.flops_per_call = 2.0 * static_cast<double>(p.num_heads) * cells * static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim) *
                      (causal ? 0.5 : 1.0);
   w.decode = max_q <= 16;
-  if (bf16_key_dots(p)) {  // P·V too where P is E rounded to bf16 (FIA-SPEC 25.3, first row)
-    const bool values = p.p_rule.kind == detail::PRule::Kind::kRoundE && p.p_rule.round_to == DType::BF16;
-    w.dot_flops_per_call = values ? w.flops_per_call
+  if (in_place_key_dots(p)) {  // P·V too where P is E rounded to bf16 (FIA-SPEC 25.3, first row)
+    p.bf16_dots = true;
+    w.dot_flops_per_call = detail::bf16_value_dots(p) ? w.flops_per_call
                                   : w.flops_per_call * static_cast<double>(p.qk_dim + p.rope_dim) /
                                         static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim);
   }

@@ -36,26 +36,12 @@ HWY_INLINE VF dot_pairs(VF acc, __m512i a, __m512i b) {
   return acc;
 }
 
-/// True when P·V of `p` may take bf16 dot products: bf16 V rows (float KV) planned where the CPU
-/// has them, and P the exponentials rounded to bf16 (FIA-SPEC 25.3, first row: `p_formed` false
-/// and P rounded to bf16), so that P is exact in bf16.
-HWY_INLINE bool bf16_value_dots(const Problem& p, bool p_formed) {
-  return p.bf16_dots && !p_formed && p.p_rule.round_to == DType::BF16 && p.kv_dtype == DType::BF16 &&
-         p.kv_format == KvFormat::kFloat;
-}
-
 /// Where P·V by dot products of token pairs keeps element d of an accumulator row: V rows t and
 /// t + 1 interleave (vpunpck[lh]wd) into one vector of the low 4 elements of each 128-bit quarter
 /// of a block of 32 and one of the high 4, stored one after the other.
 HWY_INLINE std::int64_t dot_pair_position(std::int64_t d) {
   const std::int64_t e = d & 31, quarter = e / 8, i = e & 7;
   return d - e + (i < 4 ? 0 : 16) + 4 * quarter + (i & 3);
-}
-
-/// True when Q·Kᵀ of `p` may take bf16 dot products: bf16 query and K rows (float KV, no
-/// antiquant), planned where the CPU has them (Problem::bf16_dots).
-HWY_INLINE bool bf16_key_dots(const Problem& p) {
-  return p.bf16_dots && p.dtype == DType::BF16 && p.kv_dtype == DType::BF16 && p.kv_format == KvFormat::kFloat;
 }
 
 /// The query of 16 rows for the dot products: qt holds dim d's 16 values (widened from bf16) at

@@ -79,6 +79,33 @@ HWY_INLINE std::uint64_t tokens_left_out(DF df, const Problem& p, const typename
   return out;
 }
 
+/// The rows a P·V block's first row group prefetches: those of the next block (tokens next ..
+/// next + n of the run, through `ahead`), past the item's end this block's own (v, `stride` apart).
+template <class T>
+HWY_INLINE void next_block_rows(const RowsAhead& ahead, std::int64_t next, const T* v, std::int64_t stride,
+                                std::int64_t n, const char** rows) {
+  for (std::int64_t t = 0; t < n; ++t) {
+    const char* r = ahead.row(next + t, 0);
+    rows[t] = r ? r : reinterpret_cast<const char*>(v + t * stride);
+  }
+}
+
+/// The accumulators of a row group: two vectors of each of kGroupRows rows ld floats apart at a.
+HWY_INLINE void load_group(DF df, const float* a, std::int64_t ld, VF* c0, VF* c1) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  for (int h = 0; h < kGroupRows; ++h) {
+    c0[h] = hn::Load(df, a + h * ld);
+    c1[h] = hn::Load(df, a + h * ld + L);
+  }
+}
+HWY_INLINE void store_group(DF df, float* a, std::int64_t ld, const VF* c0, const VF* c1) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  for (int h = 0; h < kGroupRows; ++h) {
+    hn::Store(c0[h], df, a + h * ld);
+    hn::Store(c1[h], df, a + h * ld + L);
+  }
+}
+
 /// One pass of pv_block: c0/c1[h] += P of row h (at w + t * kInplaceRows) times the pair block
 /// at d0 of V row t (v + t * stride), over the n tokens of the block, the tokens set in `skip` left
 /// out (kChecked); with kPrefetch, token t's step prefetches `bytes` at ahead[t] into L2 and at
@@ -119,11 +146,8 @@ HWY_INLINE void pv_block(DF df, const Problem& p, const typename Src::T* v, std:
                          std::int64_t next) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), B2 = 2 * L, vd = p.v_dim;
   const std::int64_t es = static_cast<std::int64_t>(sizeof(typename Src::T));
-  const char* rows[kInplacePvTokens];  // the next block's rows; past the item's end, this block's
-  for (std::int64_t t = 0; t < n; ++t) {
-    const char* r = ahead.row(next + t, 0);
-    rows[t] = r ? r : reinterpret_cast<const char*>(v + t * stride);
-  }
+  const char* rows[kInplacePvTokens];
+  next_block_rows(ahead, next, v, stride, n, rows);
   for (std::int64_t d0 = 0; d0 < vd; d0 += B2) {
     const char *at[kInplacePvTokens], *soon[kInplacePvTokens];
     for (std::int64_t t = 0; t < n; ++t) {
@@ -133,16 +157,10 @@ HWY_INLINE void pv_block(DF df, const Problem& p, const typename Src::T* v, std:
     for (std::int64_t g = 0; g < kInplaceRows; g += kGroupRows) {
       float* a = acc + g * ld + d0;
       VF c0[kGroupRows], c1[kGroupRows];
-      for (int h = 0; h < kGroupRows; ++h) {
-        c0[h] = hn::Load(df, a + h * ld);
-        c1[h] = hn::Load(df, a + h * ld + L);
-      }
+      load_group(df, a, ld, c0, c1);
       if (g == 0) pv_pass<Src, kChecked, true>(df, v, stride, n, pt + g, skip, d0, at, soon, B2 * es, c0, c1);
       else pv_pass<Src, kChecked, false>(df, v, stride, n, pt + g, skip, d0, at, soon, B2 * es, c0, c1);
-      for (int h = 0; h < kGroupRows; ++h) {
-        hn::Store(c0[h], df, a + h * ld);
-        hn::Store(c1[h], df, a + h * ld + L);
-      }
+      store_group(df, a, ld, c0, c1);
     }
   }
 }
@@ -178,19 +196,13 @@ HWY_INLINE void pv_block_pairs(DF df, const Problem& p, const hwy::bfloat16_t* v
     _mm512_store_si512(pw[k], _mm512_or_si512(_mm512_srli_epi32(w0, 16),
                                               _mm512_and_si512(w1, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)))));
   }
-  const char* rows[kInplacePvTokens];  // the next block's rows; past the item's end, this block's
-  for (std::int64_t t = 0; t < n; ++t) {
-    const char* r = ahead.row(next + t, 0);
-    rows[t] = r ? r : reinterpret_cast<const char*>(vb + t * stride);
-  }
+  const char* rows[kInplacePvTokens];
+  next_block_rows(ahead, next, vb, stride, n, rows);
   for (std::int64_t d0 = 0; d0 < vd; d0 += B2) {
     for (std::int64_t g = 0; g < kInplaceRows; g += kGroupRows) {
       float* a = acc + g * ld + d0;
       VF lo[kGroupRows], hi[kGroupRows];
-      for (int h = 0; h < kGroupRows; ++h) {
-        lo[h] = hn::Load(df, a + h * ld);
-        hi[h] = hn::Load(df, a + h * ld + L);
-      }
+      load_group(df, a, ld, lo, hi);
       for (std::int64_t k = 0; 2 * k < n; ++k) {
         const std::int64_t t = 2 * k;
         if (g == 0)
@@ -220,10 +232,7 @@ HWY_INLINE void pv_block_pairs(DF df, const Problem& p, const hwy::bfloat16_t* v
           hi[h] = hn::MulAdd(w, o, hi[h]);
         }
       }
-      for (int h = 0; h < kGroupRows; ++h) {
-        hn::Store(lo[h], df, a + h * ld);
-        hn::Store(hi[h], df, a + h * ld + L);
-      }
+      store_group(df, a, ld, lo, hi);
     }
   }
 }
@@ -308,7 +317,7 @@ void inplace_accumulate(const Problem& p, const TileShape& tile, const WorkItem&
   if (!formed) std::fill(l, l + kInplaceRows, 0.0f);
   bool pairs = false;  // P·V as bf16 dot products of token pairs (cpu/bf16_dots-inl.h)
 #ifdef FIA_BF16_DOTS
-  if constexpr (std::is_same_v<Src, BF16Src>) pairs = bf16_value_dots(p, formed);
+  if constexpr (std::is_same_v<Src, BF16Src>) pairs = bf16_value_dots(p);  // (then formed is false)
 #endif
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);

@@ -324,4 +324,16 @@ struct Problem {
   bool kv_heads_interleaved() const;
 };
 
+/// True when Q·Kᵀ of `p` may take bf16 dot products (cpu/bf16_dots-inl.h): bf16 query and K rows
+/// (float KV, no antiquant), planned where the CPU has them (Problem::bf16_dots).
+inline bool bf16_key_dots(const Problem& p) {
+  return p.bf16_dots && p.dtype == DType::BF16 && p.kv_dtype == DType::BF16 && p.kv_format == KvFormat::kFloat;
+}
+
+/// True when P·V of `p` may take them too: P the exponentials rounded to bf16 (FIA-SPEC 25.3,
+/// first row: PRule kRoundE to bf16), so that P is exact in bf16.
+inline bool bf16_value_dots(const Problem& p) {
+  return bf16_key_dots(p) && p.p_rule.kind == PRule::Kind::kRoundE && p.p_rule.round_to == DType::BF16;
+}
+
 }  // namespace fia::detail
