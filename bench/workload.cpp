@@ -193,16 +193,35 @@ double bytes_read(const detail::Problem& p) {
 
 namespace {
 
-/// True when the kernels run Q·Kᵀ of `p` as bf16 dot products (cpu/bf16_dots-inl.h): as a plan
-/// made now would (detail::bf16_key_dots), on an AVX-512 instruction set, every item in place.
-bool in_place_key_dots(detail::Problem p) {
+/// The shares of the cells (packed rows x columns of the items) of `p` whose Q·Kᵀ and whose P·V
+/// the kernels run as bf16 dot products (cpu/bf16_dots-inl.h), as a plan made now would, on an
+/// AVX-512 instruction set: Q·Kᵀ of in-place and other wide items (detail::bf16_key_dots,
+/// bf16_wide_key_dots), P·V of in-place items where P is E rounded to bf16 (bf16_value_dots).
+/// Narrow (decode) items take none.
+struct DotShares {
+  double keys = 0.0, values = 0.0;
+};
+
+DotShares dot_shares(detail::Problem p) {
   p.bf16_dots = detail::bf16_dots_enabled();  // as plan() sets it
-  if (!detail::bf16_key_dots(p) || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0) return false;
+  if (!detail::bf16_key_dots(p) || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0) return {};
   const detail::CpuPlan plan = detail::make_cpu_plan(p, 1);
-  bool all = !plan.items.empty() || !plan.splits.empty();
-  for (const detail::WorkItem& it : plan.items) all = all && detail::runs_in_place(plan, it);
-  for (const detail::SplitGroup& g : plan.splits) all = all && detail::runs_in_place(plan, g.item);
-  return all;
+  double all = 0.0;
+  DotShares d;
+  auto add = [&](const detail::WorkItem& it) {
+    const double cells = static_cast<double>(detail::packed_rows(it) * (it.col_end - it.col_begin));
+    all += cells;
+    if (detail::runs_in_place(plan, it)) {
+      d.keys += cells;
+      if (detail::bf16_value_dots(p)) d.values += cells;
+    } else if (detail::is_wide(it) && detail::bf16_wide_key_dots(p)) {
+      d.keys += cells;
+    }
+  };
+  for (const detail::WorkItem& it : plan.items) add(it);
+  for (const detail::SplitGroup& g : plan.splits) add(g.item);
+  if (all > 0) d.keys /= all, d.values /= all;
+  return d;
 }
 
 }  // namespace
@@ -225,12 +244,9 @@ bool describe_work(Workload& w) {
   w.flops_per_call = 2.0 * static_cast<double>(p.num_heads) * cells * static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim) *
                      (causal ? 0.5 : 1.0);
   w.decode = max_q <= 16;
-  if (in_place_key_dots(p)) {  // P·V too where P is E rounded to bf16 (FIA-SPEC 25.3, first row)
-    p.bf16_dots = true;
-    w.dot_flops_per_call = detail::bf16_value_dots(p) ? w.flops_per_call
-                                  : w.flops_per_call * static_cast<double>(p.qk_dim + p.rope_dim) /
-                                        static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim);
-  }
+  const DotShares dots = dot_shares(p);
+  const double kw = static_cast<double>(p.qk_dim + p.rope_dim), vd = static_cast<double>(p.v_dim);
+  w.dot_flops_per_call = w.flops_per_call * (kw * dots.keys + vd * dots.values) / (kw + vd);
   return true;
 }
 

@@ -32,6 +32,7 @@
 #include "cpu/transpose-inl.h"
 #include "cpu/prefill-inl.h"
 #include "cpu/bf16_dots-inl.h"
+#include "cpu/prefill_dots-inl.h"
 #include "cpu/wide_inplace-inl.h"
 #include "cpu/wide_inplace_pv-inl.h"
 #include "cpu/post_quant-inl.h"
@@ -50,6 +51,10 @@ ItemKernels kernels_for(const Problem& p) {
   k.wide_scores = &wide_scores<QSrc, KvSrc>;
   k.narrow_accumulate = &narrow_accumulate<KvSrc>;
   k.wide_accumulate = &wide_accumulate<KvSrc>;
+#ifdef FIA_BF16_DOTS
+  if constexpr (std::is_same_v<QSrc, BF16Src> && std::is_same_v<KvSrc, BF16Src>)
+    if (bf16_wide_key_dots(p)) k.wide_scores = &wide_pair_scores<QSrc, KvSrc>;
+#endif
 #ifdef FIA_INPLACE_WIDE
   if constexpr (std::is_same_v<QSrc, KvSrc>)
     if (inplace_supported(p)) {

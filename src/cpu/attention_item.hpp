@@ -36,6 +36,7 @@ struct WidenedKv {
   std::int64_t b = -1, h = -1;          ///< the batch and KV head held (-1: nothing)
   std::int64_t begin = 0, end = 0;      ///< the columns [begin, end) held
   std::int64_t capacity = 0;            ///< columns it can hold
+  bool keys = true;                     ///< false: k holds nothing (V only; hold_columns)
   float* k = nullptr;                   ///< column j at k + (j - begin) * (qk_dim + rope_dim)
   float* v = nullptr;                   ///< column j at v + (j - begin) * v_tile_stride(v_dim)
   /// True when it holds columns [lo, hi) of batch b, KV head h.

@@ -45,23 +45,23 @@ HWY_INLINE std::int64_t dot_pair_position(std::int64_t d) {
 }
 
 /// The query of 16 rows for the dot products: qt holds dim d's 16 values (widened from bf16) at
-/// qt + 16 d, for kw (even) dims; out[16 k + r] gets the bf16 pair (dim 2k, dim 2k + 1) of row r,
+/// qt + ld d, for kw (even) dims; out[ldo k + r] gets the bf16 pair (dim 2k, dim 2k + 1) of row r,
 /// dim 2k in the low half. False, and the caller keeps the fp32 products, when a value would not
 /// give their results: a subnormal (read as 0), an infinity or NaN, or a magnitude of 2^64 or
 /// more (whose product with a subnormal K element, read as 0, could exceed 2^-62).
-HWY_INLINE bool query_pairs(const float* qt, std::int64_t kw, std::uint32_t* out) {
+HWY_INLINE bool query_pairs(const float* qt, std::int64_t ld, std::int64_t kw, std::uint32_t* out, std::int64_t ldo) {
   const __m512i exponent = _mm512_set1_epi32(0x7F800000), mantissa = _mm512_set1_epi32(0x007FFFFF);
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)), huge = _mm512_set1_epi32((127 + 64) << 23);
   __mmask16 bad = 0;
   for (std::int64_t k = 0; 2 * k < kw; ++k) {
-    const __m512i lo = _mm512_loadu_si512(qt + 32 * k), hi = _mm512_loadu_si512(qt + 32 * k + 16);
+    const __m512i lo = _mm512_loadu_si512(qt + 2 * k * ld), hi = _mm512_loadu_si512(qt + (2 * k + 1) * ld);
     const __m512i both[2] = {lo, hi};
     for (const __m512i x : both) {
       const __m512i e = _mm512_and_si512(x, exponent);
       bad |= _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(x, exponent), x, mantissa);  // subnormal
       bad |= _mm512_cmpge_epi32_mask(e, huge);  // 2^64 or more, infinity, NaN
     }
-    _mm512_storeu_si512(out + 16 * k, _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, high)));
+    _mm512_storeu_si512(out + ldo * k, _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, high)));
   }
   return bad == 0;
 }

@@ -79,19 +79,22 @@ void widen_tile(const Problem& p, const WorkItem& it, std::int64_t j0, std::int6
 
 /// Makes the worker's WidenedKv hold as many of the item's columns as fit, from the first on: it
 /// keeps what it holds when the item's columns continue it (the next row block of a head, or
-/// causal rows that see more keys) and starts over at the item's first column otherwise.
+/// causal rows that see more keys) and starts over at the item's first column otherwise. V always;
+/// K too when the item that started it asked for `keys` (false: Q·Kᵀ reads K in place,
+/// wide_pair_scores; an item that asks for K from a store without it widens its K tiles itself).
 template <class Src>
-void hold_columns(const Problem& p, const WorkItem& it, WidenedKv* kv) {
+void hold_columns(const Problem& p, const WorkItem& it, WidenedKv* kv, bool keys) {
   if (kv == nullptr) return;
   if (!(kv->b == it.b && kv->h == it.h && kv->begin <= it.col_begin && it.col_begin <= kv->end)) {
     kv->b = it.b;
     kv->h = it.h;
+    kv->keys = keys;
     kv->begin = kv->end = it.col_begin;
   }
   const std::int64_t end = std::min(it.col_end, kv->begin + kv->capacity);
   if (end <= kv->end) return;
   const std::int64_t held = kv->end - kv->begin;
-  widen_tile<Src>(p, it, kv->end, end - kv->end, true, kv->k + held * (p.qk_dim + p.rope_dim));
+  if (kv->keys) widen_tile<Src>(p, it, kv->end, end - kv->end, true, kv->k + held * (p.qk_dim + p.rope_dim));
   widen_tile<Src>(p, it, kv->end, end - kv->end, false, kv->v + held * v_tile_stride(p.v_dim));
   kv->end = end;
 }
@@ -101,7 +104,7 @@ void hold_columns(const Problem& p, const WorkItem& it, WidenedKv* kv) {
 template <class Src>
 HWY_INLINE float* kv_tile(const Problem& p, const WorkItem& it, const WidenedKv* kv, std::int64_t c0, std::int64_t nc,
                           bool keys, float* tile) {
-  if (kv != nullptr && kv->holds(it.b, it.h, c0, c0 + nc)) {
+  if (kv != nullptr && kv->holds(it.b, it.h, c0, c0 + nc) && (kv->keys || !keys)) {
     const std::int64_t width = keys ? p.qk_dim + p.rope_dim : v_tile_stride(p.v_dim);
     return (keys ? kv->k : kv->v) + (c0 - kv->begin) * width;
   }
@@ -287,24 +290,31 @@ HWY_INLINE void exp_tile(DF df, const Problem& p, float* st, std::int64_t cs, st
   }
 }
 
-template <class QSrc, class Src>
-void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
-                 float* m) {
-  const DF df;
+/// The item's query rows transposed into s.q: q[x * Rp + r], the padding rows 0. Rows are widened
+/// with SIMD into the K tile buffer first when they fit there. Both ways write every row below R,
+/// so only the padding rows are zeroed (zeroing the whole block first, which is out of cache by
+/// then, took ~3.6 % of P2's kernel samples on AVX2).
+template <class QSrc>
+HWY_INLINE void transposed_query(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s) {
   const std::int64_t R = packed_rows(it), Rp = padded_rows(it), kw = p.qk_dim + p.rope_dim;
-  // Q transposed: q[x * Rp + r]. Rows are widened with SIMD into the K tile buffer first when they
-  // fit there. Both ways write every row below R, so only the padding rows are zeroed (zeroing the
-  // whole block first, which is out of cache by then, took ~3.6 % of P2's kernel samples on AVX2).
   if (R < Rp)
     for (std::int64_t x = 0; x < kw; ++x) std::fill(s.q + x * Rp + R, s.q + (x + 1) * Rp, 0.0f);
   if (R <= tile.cols) {
     widen_query_rows<QSrc>(p, it, s.k);
-    transpose_into(df, s.k, kw, R, kw, s.q, Rp);
+    transpose_into(DF(), s.k, kw, R, kw, s.q, Rp);
   } else {
     for (std::int64_t r = 0; r < R; ++r) load_query_row(p, it, r, s.q + r, Rp);
   }
+}
+
+template <class QSrc, class Src>
+void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
+                 float* m) {
+  const DF df;
+  const std::int64_t Rp = padded_rows(it), kw = p.qk_dim + p.rope_dim;
+  transposed_query<QSrc>(p, tile, it, s);
   std::fill(m, m + Rp, kNegInf);
-  hold_columns<Src>(p, it, s.kv);
+  hold_columns<Src>(p, it, s.kv, true);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     const float* kt = kv_tile<Src>(p, it, s.kv, c0, nc, true, s.k);

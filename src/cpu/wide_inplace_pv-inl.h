@@ -288,7 +288,7 @@ void inplace_scores(const Problem& p, const TileShape& tile, const WorkItem& it,
 #ifdef FIA_BF16_DOTS
   if constexpr (std::is_same_v<Src, BF16Src>) {
     auto* pairs = reinterpret_cast<std::uint32_t*>(s.k + kScoreTokens * 2 * hn::Lanes(df));
-    if (bf16_key_dots(p) && query_pairs(s.q, kw, pairs)) qp = pairs;
+    if (bf16_key_dots(p) && query_pairs(s.q, kInplaceRows, kw, pairs, kInplaceRows)) qp = pairs;
   }
 #endif
   std::fill(m, m + kInplaceRows, kNegInf);

@@ -330,7 +330,13 @@ inline bool bf16_key_dots(const Problem& p) {
   return p.bf16_dots && p.dtype == DType::BF16 && p.kv_dtype == DType::BF16 && p.kv_format == KvFormat::kFloat;
 }
 
-/// True when P·V of `p` may take them too: P the exponentials rounded to bf16 (FIA-SPEC 25.3,
+/// True when Q·Kᵀ of the wide (prefill) items of `p` takes them (cpu/prefill_dots-inl.h):
+/// bf16_key_dots, with key and rope dims in whole pairs.
+inline bool bf16_wide_key_dots(const Problem& p) {
+  return bf16_key_dots(p) && p.qk_dim % 2 == 0 && p.rope_dim % 2 == 0;
+}
+
+/// True when P·V of the in-place items of `p` may take them too: P the exponentials rounded to bf16 (FIA-SPEC 25.3,
 /// first row: PRule kRoundE to bf16), so that P is exact in bf16.
 inline bool bf16_value_dots(const Problem& p) {
   return bf16_key_dots(p) && p.p_rule.kind == PRule::Kind::kRoundE && p.p_rule.round_to == DType::BF16;

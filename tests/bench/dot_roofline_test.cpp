@@ -3,6 +3,7 @@
 // workload probes besides the FMA peak.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "bench/runner.hpp"
@@ -29,19 +30,22 @@ TEST(BenchRoofline, DotProductFlopsTakeTheDotProductPeak) {
   EXPECT_DOUBLE_EQ(bench::roofline_seconds(40e6, 4e9, bench::MachineLimits{20e9, 400e9}, &memory, 2e9), 0.01);
 }
 
+/// True when the kernels take bf16 dot products on this CPU and instruction set.
+bool dots_here() {
+  return detail::bf16_dots_enabled() && std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
+}
+
 // Decode MLA (D6: bf16, 16 rows per item, in place, P rounded to bf16) runs both products as bf16
 // dot products where the CPU has them on AVX-512: all its FLOPs are judged against the dot-product
 // peak, whose rounds the workload takes besides the FMA peak's. Forbidden, or on another
-// instruction set, there are none; bf16 decode of one row per item (D4) and prefill (P3) never
-// take them.
+// instruction set, there are none; bf16 decode of one row per item (D4) never takes them.
 TEST(BenchRoofline, DecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
   EXPECT_EQ(shape("D4").dot_flops_per_call, 0.0);
-  EXPECT_EQ(shape("P3").dot_flops_per_call, 0.0);
   detail::allow_bf16_dots(false);
   EXPECT_EQ(shape("D6").dot_flops_per_call, 0.0);
   detail::allow_bf16_dots(true);
   bench::Workload w = shape("D6");
-  const bool dots = detail::bf16_dots_enabled() && std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
+  const bool dots = dots_here();
   EXPECT_DOUBLE_EQ(w.dot_flops_per_call, dots ? w.flops_per_call : 0.0);
   if (!dots) GTEST_SKIP() << "no bf16 dot products on this CPU";
   int dot_rounds = 0;
@@ -55,6 +59,38 @@ TEST(BenchRoofline, DecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
   EXPECT_EQ(dot_rounds, 3);
   EXPECT_EQ(m.bf16_dot_peak.median, 2e12);
   EXPECT_DOUBLE_EQ(m.roofline_s, (w.flops_per_call - w.dot_flops_per_call) / 1e12 + w.dot_flops_per_call / 2e12);
+}
+
+// bf16 prefill (P3: TND, P kept in f32) runs Q·Kᵀ as bf16 dot products and P·V as fp32
+// multiply-adds: its Q·Kᵀ FLOPs (head dim 128 of 128 + 128) are judged against the dot-product
+// peak. fp16 prefill (P1) takes none.
+TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheBf16DotProductPeak) {
+  EXPECT_EQ(shape("P1").dot_flops_per_call, 0.0);
+  detail::allow_bf16_dots(false);
+  EXPECT_EQ(shape("P3").dot_flops_per_call, 0.0);
+  detail::allow_bf16_dots(true);
+  const bench::Workload w = shape("P3");
+  EXPECT_DOUBLE_EQ(w.dot_flops_per_call, dots_here() ? w.flops_per_call / 2 : 0.0);
+}
+
+// Items of each kind count by their cells: 16 heads of one query row over bf16 rows run in place
+// (both products on dot products, P rounded to bf16), and 4 query rows of 16 heads make a wide
+// item of 64 rows, whose Q·Kᵀ alone takes them.
+TEST(BenchRoofline, ItemsOfEachKindCountByTheirCells) {
+  const std::string file = testing::TempDir() + "mixed_shapes.json";
+  {
+    std::ofstream f(file);
+    f << R"({"shapes": [{"name": "M", "what": "two kinds of items",
+      "params": {"num_heads": 16, "num_key_value_heads": 1, "input_layout": "BSND", "scale": 0.1,
+                 "actual_seq_lengths": [1, 4]},
+      "tensors": {"query": ["BF16", [2, 4, 16, 64]], "key": ["BF16", [2, 300, 1, 64]], "value": ["BF16", [2, 300, 1, 64]]}}]})";
+  }
+  auto loaded = bench::load_shapes(file, {});
+  ASSERT_EQ(loaded.size(), 1u);
+  if (!dots_here()) GTEST_SKIP() << "no bf16 dot products on this CPU";
+  // Cells: 16 x 300 in place, 64 x 300 wide; of the FLOPs half are Q·Kᵀ's, half P·V's.
+  const double in_place = 16.0 / 80.0, wide = 64.0 / 80.0;
+  EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call, loaded[0].flops_per_call * (0.5 * (in_place + wide) + 0.5 * in_place));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "plan/plan.hpp"
 #include "support/call_builder.hpp"
 #include "support/expectations.hpp"
+#include "support/isa_params.hpp"
 #include "support/paged_cache.hpp"
 #include "support/run_helpers.hpp"
 #include "validate/build_problem.hpp"
@@ -86,39 +87,7 @@ bool has_in_place_kernels(const std::string& isa, std::int64_t d) {
   return isa.rfind("NEON", 0) == 0 && d % 8 == 0;
 }
 
-/// The suffix of a test parameter that runs an instruction set without bf16 dot products.
-constexpr const char* kFp32Products = "_FP32_PRODUCTS";
-
-/// Every compiled instruction set this CPU supports and, for AVX-512 where the CPU has bf16 dot
-/// products (cpu/bf16_dots-inl.h), the same instruction set with them forbidden, so that both
-/// ways through the bf16 kernels are tested.
-std::vector<std::string> isa_params() {
-  std::vector<std::string> v = detail::available_isas();
-  if (detail::bf16_dots_supported())
-    for (const std::string& isa : detail::available_isas())
-      if (isa.rfind("AVX3", 0) == 0) v.push_back(isa + kFp32Products);
-  return v;
-}
-
-class InplacePerIsa : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    const std::string p = GetParam();
-    const auto cut = p.find(kFp32Products);
-    isa_ = p.substr(0, cut);
-    detail::allow_bf16_dots(cut == std::string::npos);
-    ASSERT_TRUE(detail::force_isa(isa_)) << p;
-  }
-  void TearDown() override {
-    detail::force_isa("");
-    detail::allow_bf16_dots(true);
-  }
-  /// The instruction set (the parameter without kFp32Products).
-  const std::string& isa() const { return isa_; }
-
- private:
-  std::string isa_;
-};
+using InplacePerIsa = PerIsaAndProducts;
 
 TEST_P(InplacePerIsa, SixteenRowItemsRunInPlace) {
   for (const Shape& s : kShapes) {

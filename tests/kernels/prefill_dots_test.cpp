@@ -1,0 +1,172 @@
+// Wide items (prefill) over bf16 query and K rows, whose Q·Kᵀ takes bf16 dot products on AVX-512
+// CPUs that have them (cpu/prefill_dots-inl.h), on every instruction set this build compiles and
+// this CPU supports, AVX-512 both with and without the dot products: against the float64
+// reference (FIA-SPEC 21.1 criterion A) around every register block (row blocks of 64, 32 and 16
+// rows; token blocks of 6, 4, 2 and 1 in a run), tile and paged-block edge, with rope dims, masks,
+// pse and sinks; paged, NZ and contiguous caches and any thread count give the same bits; a query
+// whose products the dot products would drop keeps the fp32 ones, also beside items of the same
+// KV head that take them (the worker's widened V store then holds K too).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cpu/attention_item.hpp"
+#include "cpu/isa.hpp"
+#include "support/call_builder.hpp"
+#include "support/expectations.hpp"
+#include "support/isa_params.hpp"
+#include "support/nz_cache.hpp"
+#include "support/paged_cache.hpp"
+#include "support/run_helpers.hpp"
+#include "validate/build_problem.hpp"
+
+namespace fia::test {
+namespace {
+
+/// A bf16 prefill call: `heads` query heads over `kv_heads`, q_seq query rows over kv keys.
+CallSpec prefill(std::int64_t heads, std::int64_t kv_heads, std::int64_t q_seq, std::int64_t kv) {
+  CallSpec c;
+  c.layout = "BSND";
+  c.dtype = DType::BF16;
+  c.batch = 2;
+  c.num_heads = heads;
+  c.num_kv_heads = kv_heads;
+  c.q_seq = q_seq;
+  c.kv_seq = kv;
+  c.act_kv = std::vector<std::int64_t>{kv, std::max<std::int64_t>(1, kv - 3)};
+  c.qk_dim = 64;
+  c.lse = true;
+  return c;
+}
+
+using PrefillDotsPerIsa = PerIsaAndProducts;
+
+// Packed rows per item: 16 query rows x 4 heads (64); a last item of 12, 20 or 44 rows (padded to
+// 16, 32, 48); 80, 96 or 144 heads of one query row (64 + 16, 64 + 32; 144 rows are loaded one by
+// one, past the 128 the K tile buffer takes). Keys: every remainder of the token blocks of 6 and
+// the tile edges.
+TEST_P(PrefillDotsPerIsa, MatchesTheReferenceAroundEveryBlock) {
+  struct Rows {
+    std::int64_t heads, kv_heads, q_seq;
+  };
+  const Rows rows[] = {{8, 2, 19}, {8, 2, 21}, {8, 2, 27}, {4, 1, 32}, {80, 1, 2}, {96, 2, 1}, {144, 1, 1}};
+  int variant = 0;
+  for (const Rows& r : rows)
+    for (const std::int64_t kv : {1, 2, 3, 5, 7, 8, 13, 127, 129, 260}) {
+      CallSpec spec = prefill(r.heads, r.kv_heads, r.q_seq, kv);
+      switch (variant++ % 5) {
+        case 1: spec.sparse_mode = 3, spec.mask = MaskKind::kCompressed; break;  // causal: the band path
+        case 2: spec.mask = MaskKind::kFull, spec.mask_density = 0.3; break;
+        case 3: spec.pse = true; break;
+        case 4: spec.sink = true, spec.storage = KvStorage::kPaged, spec.block_size = 16; break;
+        default: break;
+      }
+      const TestCall call = build_call(spec, static_cast<std::uint64_t>(kv * 37 + variant));
+      expect_cpu_matches_reference(call.args, spec.lse, describe(spec), 2, isa());
+    }
+}
+
+// Rope dims (their pairs after the key dims'), head dims of 2 and 96 pairs' worth, TND.
+TEST_P(PrefillDotsPerIsa, RopeDimsHeadDimsAndTndMatchTheReference) {
+  for (const std::int64_t kv : {9, 131}) {
+    CallSpec rope = prefill(8, 1, 20, kv);
+    rope.qk_dim = 128;
+    rope.rope_dim = 64;
+    rope.v_dim = 128;
+    CallSpec tiny = prefill(4, 2, 24, kv);
+    tiny.qk_dim = 2;
+    CallSpec wide = prefill(4, 4, 17, kv);
+    wide.qk_dim = 192;
+    CallSpec tnd = prefill(8, 2, 40, kv);
+    tnd.layout = "TND";
+    tnd.sparse_mode = 3;
+    tnd.mask = MaskKind::kCompressed;
+    tnd.act_q = std::vector<std::int64_t>{std::min<std::int64_t>(kv, 40), std::min<std::int64_t>(kv, 33)};
+    tnd.act_kv = tnd.act_q;
+    for (const CallSpec& spec : {rope, tiny, wide, tnd}) {
+      const TestCall call = build_call(spec, static_cast<std::uint64_t>(kv + spec.qk_dim));
+      expect_cpu_matches_reference(call.args, spec.lse, describe(spec), 2, isa());
+    }
+  }
+}
+
+TEST_P(PrefillDotsPerIsa, PagedNzAndContiguousCachesGiveTheSameBits) {
+  for (const std::int64_t block : {16, 128}) {
+    CallSpec spec = prefill(8, 2, 40, 300);
+    spec.layout = "BNSD";  // as_contiguous gathers into BNSD caches
+    spec.storage = KvStorage::kPaged;
+    spec.block_size = block;
+    spec.paged_bnbsd = true;
+    const TestCall paged = build_call(spec, 5);
+    const TestCall flat = as_contiguous(paged.args);
+    const TestCall nz = as_nz(paged.args);
+    Outputs x, y, z;
+    ASSERT_TRUE(run_call(paged.args, Backend::kCpu, 2, &x).ok());
+    ASSERT_TRUE(run_call(flat.args, Backend::kCpu, 2, &y).ok());
+    ASSERT_TRUE(run_call(nz.args, Backend::kCpu, 2, &z).ok());
+    EXPECT_EQ(x.attention_out.bytes, y.attention_out.bytes) << "block " << block;
+    EXPECT_EQ(x.softmax_lse.bytes, y.softmax_lse.bytes) << "block " << block;
+    EXPECT_EQ(x.attention_out.bytes, z.attention_out.bytes) << "block " << block << ", NZ";
+    EXPECT_EQ(x.softmax_lse.bytes, z.softmax_lse.bytes) << "block " << block << ", NZ";
+  }
+}
+
+TEST_P(PrefillDotsPerIsa, ResultsDoNotDependOnTheThreadCount) {
+  CallSpec spec = prefill(8, 2, 70, 400);
+  spec.sparse_mode = 3;
+  spec.mask = MaskKind::kCompressed;
+  expect_thread_invariant(build_call(spec, 3).args, describe(spec));
+}
+
+// bf16 dot products read subnormal inputs as 0, so an item whose query holds a value whose
+// products that would change keeps the fp32 products: a subnormal query element (2^-127) against
+// keys of 2^127 to 1.875 x 2^127 in that dim, and a query element of 2^127 against subnormal key
+// elements, each product between 1 and 1.875 and different for every token (read as 0, the scores
+// would all be equal). Only the rows of the middle item of each KV head (query rows 16 to 31) hold
+// it, so that items before and after take the dot products over the same keys on the same worker.
+TEST_P(PrefillDotsPerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference) {
+  for (const bool subnormal_query : {true, false}) {
+    CallSpec spec = prefill(8, 2, 48, 150);
+    TestCall call = build_call(spec, 17);
+    detail::Problem p;
+    ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+    for (std::int64_t b = 0; b < spec.batch; ++b) {
+      for (std::int64_t n = 0; n < spec.num_heads; ++n)
+        for (std::int64_t i = 16; i < 32; ++i)
+          set_stored_value(p.query.base, p.dtype, p.query.offset(b, n, i) + 5,
+                           subnormal_query ? std::ldexp(1.0f, -127) : std::ldexp(1.0f, 127));
+      for (std::int64_t h = 0; h < p.num_kv_heads; ++h)
+        for (std::int64_t j = 0; j < p.kv_len(b); ++j) {
+          const float m = 1.0f + static_cast<float>(j % 7) / 8.0f;
+          set_stored_value(p.locate(b, h, j).key, p.kv_dtype, 5,
+                           subnormal_query ? std::ldexp(m, 127) : std::ldexp(m, -127));
+        }
+    }
+    expect_cpu_matches_reference(call.args, spec.lse, subnormal_query ? "subnormal query" : "query of 2^127", 1, isa());
+  }
+}
+
+// Where the CPU has bf16 dot products, bf16 prefill takes them unless forbidden: the two ways give
+// other bits for the LSE (sums in another order), and the same when forbidden.
+TEST(PrefillBf16Dots, TakenWhereTheCpuHasThemAndNotWhenForbidden) {
+  if (!detail::bf16_dots_supported() || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0)
+    GTEST_SKIP() << "the kernels take no bf16 dot products here (" << detail::kernel_isa() << ")";
+  const TestCall call = build_call(prefill(8, 2, 64, 300), 21);
+  auto run_with = [&](bool dots) {
+    detail::allow_bf16_dots(dots);
+    Outputs out;
+    EXPECT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
+    detail::allow_bf16_dots(true);
+    return out.softmax_lse.bytes;
+  };
+  EXPECT_NE(run_with(true), run_with(false));
+  EXPECT_EQ(run_with(false), run_with(false));
+}
+
+INSTANTIATE_TEST_SUITE_P(Compiled, PrefillDotsPerIsa, ::testing::ValuesIn(isa_params()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace fia::test

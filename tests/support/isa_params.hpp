@@ -1,0 +1,50 @@
+// The instruction sets a kernel test runs on: every one this build compiles and this CPU supports
+// and, for AVX-512 where the CPU has bf16 dot products (cpu/bf16_dots-inl.h), the same instruction
+// set with them forbidden, so that both ways through the bf16 kernels are tested.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cpu/isa.hpp"
+
+namespace fia::test {
+
+/// The suffix of a test parameter that runs an instruction set without bf16 dot products.
+inline constexpr const char* kFp32Products = "_FP32_PRODUCTS";
+
+/// Every compiled instruction set this CPU supports, and each AVX-512 one again with kFp32Products
+/// where the CPU has bf16 dot products.
+inline std::vector<std::string> isa_params() {
+  std::vector<std::string> v = detail::available_isas();
+  if (detail::bf16_dots_supported())
+    for (const std::string& isa : detail::available_isas())
+      if (isa.rfind("AVX3", 0) == 0) v.push_back(isa + kFp32Products);
+  return v;
+}
+
+/// A test over isa_params(): forces the instruction set (and forbids bf16 dot products for a
+/// kFp32Products parameter) for the test's duration.
+class PerIsaAndProducts : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string p = GetParam();
+    const auto cut = p.find(kFp32Products);
+    isa_ = p.substr(0, cut);
+    detail::allow_bf16_dots(cut == std::string::npos);
+    ASSERT_TRUE(detail::force_isa(isa_)) << p;
+  }
+  void TearDown() override {
+    detail::force_isa("");
+    detail::allow_bf16_dots(true);
+  }
+  /// The instruction set (the parameter without kFp32Products).
+  const std::string& isa() const { return isa_; }
+
+ private:
+  std::string isa_;
+};
+
+}  // namespace fia::test
