@@ -43,8 +43,8 @@ struct Workload {
   /// multiply-add peak instead of the fp32 one
   bool int8_products = false;
   /// Of flops_per_call, those the kernels run as bf16 dot products (bf16 query and K/V on an
-  /// AVX-512 CPU with them: Q·Kᵀ of wide items, in place or not, and P·V of in-place items where
-  /// P is E rounded to bf16; cpu/bf16_dots-inl.h), by the items' shares of the cells, judged
+  /// AVX-512 CPU with them: Q·Kᵀ of wide items, in place or not, and their P·V where P is E
+  /// rounded to bf16; cpu/bf16_dots-inl.h), by the items' shares of the cells, judged
   /// against the bf16 dot-product peak instead of the fp32 FMA one.
   double dot_flops_per_call = 0.0;
 };

@@ -53,7 +53,10 @@ ItemKernels kernels_for(const Problem& p) {
   k.wide_accumulate = &wide_accumulate<KvSrc>;
 #ifdef FIA_BF16_DOTS
   if constexpr (std::is_same_v<QSrc, BF16Src> && std::is_same_v<KvSrc, BF16Src>)
-    if (bf16_wide_key_dots(p)) k.wide_scores = &wide_pair_scores<QSrc, KvSrc>;
+    if (bf16_wide_key_dots(p)) {
+      k.wide_scores = &wide_pair_scores<QSrc, KvSrc>;
+      if (bf16_value_dots(p)) k.wide_accumulate = &wide_pair_accumulate<KvSrc>;
+    }
 #endif
 #ifdef FIA_INPLACE_WIDE
   if constexpr (std::is_same_v<QSrc, KvSrc>)

@@ -324,30 +324,45 @@ void wide_scores(const Problem& p, const TileShape& tile, const WorkItem& it, co
   }
 }
 
+/// P·V of one tile of a wide item in fp32: acc_t[d][r] += sum_c P[c][r] * V[c][d] over the nc
+/// columns from c0 (P column-major at st, stride cs), V widened (or held) as f32.
+template <class Src>
+HWY_INLINE void pv_tile(DF df, const Problem& p, const WorkItem& it, const ItemScratch& s, const float* st,
+                        std::int64_t cs, std::int64_t c0, std::int64_t nc) {
+  const std::int64_t Rp = padded_rows(it), vd = p.v_dim, ldv = v_tile_stride(vd);
+  float* vt = kv_tile<Src>(p, it, s.kv, c0, nc, false, s.v);
+  bool isolated = false;
+  if (!tile_fully_visible(p, it, c0, nc) || p.has_pse)  // else no row excludes a key of the tile
+    isolated = isolate_non_finite_values(df, st, cs, Rp, vt, ldv, nc, vd, s.acc_t);
+  panel_product(df, st, cs, Rp, vt, 1, ldv, vd, nc, s.acc_t, Rp, 1.0f, true);
+  if (isolated && vt != s.v) widen_tile<Src>(p, it, c0, nc, false, vt);  // the held values back for the next items
+}
+
+/// The end of a wide item's phase B: l = 0 for rows that see no key, and the accumulators
+/// transposed back into acc (R rows of v_dim).
+HWY_INLINE void finish_accumulators(DF df, const Problem& p, const WorkItem& it, const ItemScratch& s, const float* m,
+                                    float* l, float* acc) {
+  const std::int64_t R = packed_rows(it), Rp = padded_rows(it);
+  for (std::int64_t r = 0; r < R; ++r)
+    if (m[r] == kNegInf) l[r] = 0.0f;
+  transpose_into(df, s.acc_t, Rp, p.v_dim, R, acc, p.v_dim);
+}
+
 template <class Src>
 void wide_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                      const RowStats& rs, float* l, float* acc) {
   const DF df;
-  const std::int64_t R = packed_rows(it), Rp = padded_rows(it), vd = p.v_dim, ldv = v_tile_stride(vd);
-  const float* m = rs.max;
-  std::fill(s.acc_t, s.acc_t + vd * Rp, 0.0f);
+  const std::int64_t Rp = padded_rows(it);
+  std::fill(s.acc_t, s.acc_t + p.v_dim * Rp, 0.0f);
   const bool formed = form_p_columns(df, p, it, sv, rs, l);  // 25.3 paths other than round(E)
   if (!formed) std::fill(l, l + Rp, 0.0f);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
-    float* vt = kv_tile<Src>(p, it, s.kv, c0, nc, false, s.v);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
-    if (!formed) exp_tile(df, p, st, sv.col_stride, nc, Rp, m, l);
-    // acc_t[d][r] += sum_c P[c][r] * V[c][d]
-    bool isolated = false;
-    if (!tile_fully_visible(p, it, c0, nc) || p.has_pse)  // else no row excludes a key of the tile
-      isolated = isolate_non_finite_values(df, st, sv.col_stride, Rp, vt, ldv, nc, vd, s.acc_t);
-    panel_product(df, st, sv.col_stride, Rp, vt, 1, ldv, vd, nc, s.acc_t, Rp, 1.0f, true);
-    if (isolated && vt != s.v) widen_tile<Src>(p, it, c0, nc, false, vt);  // the held values back for the next items
+    if (!formed) exp_tile(df, p, st, sv.col_stride, nc, Rp, rs.max, l);
+    pv_tile<Src>(df, p, it, s, st, sv.col_stride, c0, nc);
   }
-  for (std::int64_t r = 0; r < R; ++r)
-    if (m[r] == kNegInf) l[r] = 0.0f;
-  transpose_into(df, s.acc_t, Rp, vd, R, acc, vd);
+  finish_accumulators(df, p, it, s, rs.max, l, acc);
 }
 
 }  // namespace fia::detail::HWY_NAMESPACE

@@ -21,33 +21,36 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 #ifdef FIA_BF16_DOTS
 
-/// One part (K or rope) of a run's rows: token t's row at base + t * stride bytes, `pairs` pairs
-/// of bf16 elements, whose query pairs start at pair `first` of the item's.
-struct PairRows {
+/// One operand of pair_block_product, the one whose pairs are broadcast: pair k of column n at
+/// base + n * stride + k * pair_stride bytes (one 32-bit word), `pairs` pairs, whose row pairs
+/// start at pair `first` of the item's. Q·Kᵀ: a part (K or rope) of a run's rows, a column per
+/// token; P·V: the interleaved V tile (interleave_values), a column per V dim.
+struct PairColumns {
   const char* base = nullptr;
-  std::int64_t stride = 0, pairs = 0, first = 0;
+  std::int64_t stride = 0, pair_stride = 4, pairs = 0, first = 0;
 };
 
-/// acc[v][n] += the dot products of row vector v's query pairs with token n's K pairs over one
-/// part of the rows, for NV row vectors and the NC tokens from t: qp holds pair k of row r at
-/// qp[k * ldq + r] (the block's first row at qp).
+/// acc[v][n] += the dot products of row vector v's pairs with column n's over one operand, for
+/// NV row vectors and the NC columns from n0: qp holds pair k of row r at qp[k * ldq + r] (the
+/// block's first row at qp).
 template <int NV, int NC>
-HWY_INLINE void pair_part_dots(const std::uint32_t* qp, std::int64_t ldq, const PairRows& r, std::int64_t t,
+HWY_INLINE void pair_part_dots(const std::uint32_t* qp, std::int64_t ldq, const PairColumns& b, std::int64_t n0,
                                VF (&acc)[NV][NC]) {
-  // Token n's row at bn + (n % 3) * stride, bn that of token 0 or 3: two pointers and the stride
+  // Column n at bn + (n % 3) * stride, bn that of column 0 or 3: two pointers and the strides
   // stay in general registers, as in block_product.
-  const char* b0 = r.base + t * r.stride;
-  const char* b3 = b0 + 3 * r.stride;
-  const std::uint32_t* q = qp + r.first * ldq;
-  for (std::int64_t k = 0; k < r.pairs; ++k) {
+  const char* b0 = b.base + n0 * b.stride;
+  const char* b3 = b0 + 3 * b.stride;
+  const std::uint32_t* q = qp + b.first * ldq;
+  for (std::int64_t k = 0; k < b.pairs; ++k) {
     __m512i qv[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) qv[v] = _mm512_loadu_si512(q + k * ldq + 16 * v);
+    const std::int64_t o = k * b.pair_stride;
 #pragma GCC unroll 6
     for (int n = 0; n < NC; ++n) {
-      const char* bn = (n < 3 ? b0 : b3) + (n % 3) * r.stride;
+      const char* bn = (n < 3 ? b0 : b3) + (n % 3) * b.stride;
       std::uint32_t pair = 0;
-      std::memcpy(&pair, bn + 4 * k, sizeof(pair));
+      std::memcpy(&pair, bn + o, sizeof(pair));
       const __m512i kv = _mm512_set1_epi32(static_cast<int>(pair));
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[v][n] = dot_pairs(acc[v][n], qv[v], kv);
@@ -55,51 +58,64 @@ HWY_INLINE void pair_part_dots(const std::uint32_t* qp, std::int64_t ldq, const 
   }
 }
 
-/// Scores of NV row vectors (16 rows each, from qp's first) against the NC tokens of a run from t:
-/// out[n * ldo + 16 v + i] = the saturated scale * Q·Kᵀ, as block_product stores them.
+/// NV row vectors (16 rows each, from qp's first) against the NC columns from n0 over both
+/// operands in order: out[n * ldo + 16 v + i] = the saturated scale * sum, as block_product stores
+/// scores, or += the sum with `accumulate`.
 template <int NV, int NC>
-HWY_INLINE void pair_block_product(DF df, const std::uint32_t* qp, std::int64_t ldq, const PairRows (&parts)[2],
-                                   std::int64_t t, float* out, std::int64_t ldo, float scale) {
+HWY_INLINE void pair_block_product(DF df, const std::uint32_t* qp, std::int64_t ldq, const PairColumns (&parts)[2],
+                                   std::int64_t n0, float* out, std::int64_t ldo, float scale, bool accumulate) {
   VF acc[NV][NC];
 #pragma GCC unroll 4
   for (int v = 0; v < NV; ++v)
 #pragma GCC unroll 6
     for (int n = 0; n < NC; ++n) acc[v][n] = hn::Zero(df);
-  for (const PairRows& r : parts)
-    if (r.pairs > 0) pair_part_dots<NV, NC>(qp, ldq, r, t, acc);
+  for (const PairColumns& b : parts)
+    if (b.pairs > 0) pair_part_dots<NV, NC>(qp, ldq, b, n0, acc);
   const VF vs = hn::Set(df, scale);
 #pragma GCC unroll 6
   for (int n = 0; n < NC; ++n)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) hn::Store(saturate_scores(df, hn::Mul(acc[v][n], vs)), df, out + n * ldo + 16 * v);
+    for (int v = 0; v < NV; ++v) {
+      float* o = out + n * ldo + 16 * v;
+      hn::Store(accumulate ? hn::Add(hn::Load(df, o), acc[v][n]) : saturate_scores(df, hn::Mul(acc[v][n], vs)), df, o);
+    }
 }
 
-/// The scores of the item's Rp rows against one run of keys: token t's at st + t * ldo (rows in
-/// order), row blocks of 4 vectors (then 2, then 1), tokens in blocks of 6 (then 4, 2, 1).
-HWY_INLINE void pair_run_scores(DF df, const Problem& p, const std::uint32_t* qp, std::int64_t Rp, const KvRun& run,
-                                float* st, std::int64_t ldo) {
-  const PairRows parts[2] = {
-      {static_cast<const char*>(run.key), run.key_stride * 2, p.qk_dim / 2, 0},
-      {static_cast<const char*>(run.key_rope), run.rope_stride * 2, p.rope_dim / 2, p.qk_dim / 2}};
+/// pair_block_product over every row and column: the Rp rows (a multiple of 16) in blocks of 4
+/// row vectors (then 2, then 1), the ncols columns in blocks of 6 (then 4, 2, 1); column n's
+/// results at out + n * ldo.
+HWY_INLINE void pair_panel(DF df, const std::uint32_t* qp, std::int64_t ldq, std::int64_t Rp,
+                           const PairColumns (&parts)[2], std::int64_t ncols, float* out, std::int64_t ldo, float scale,
+                           bool accumulate) {
   auto rows = [&](auto nv) {
     constexpr int NV = decltype(nv)::value;
     return [&](std::int64_t r) {
-      std::int64_t t = 0;
+      std::int64_t n = 0;
       auto block = [&](auto nc) {
         constexpr int NC = decltype(nc)::value;
-        pair_block_product<NV, NC>(df, qp + r, Rp, parts, t, st + t * ldo + r, ldo, p.scale);
-        t += NC;
+        pair_block_product<NV, NC>(df, qp + r, ldq, parts, n, out + n * ldo + r, ldo, scale, accumulate);
+        n += NC;
       };
-      while (t + 6 <= run.count) block(std::integral_constant<int, 6>());
-      if (t + 4 <= run.count) block(std::integral_constant<int, 4>());
-      if (t + 2 <= run.count) block(std::integral_constant<int, 2>());
-      if (t < run.count) block(std::integral_constant<int, 1>());
+      while (n + 6 <= ncols) block(std::integral_constant<int, 6>());
+      if (n + 4 <= ncols) block(std::integral_constant<int, 4>());
+      if (n + 2 <= ncols) block(std::integral_constant<int, 2>());
+      if (n < ncols) block(std::integral_constant<int, 1>());
     };
   };
   std::int64_t r = 0;
   for (; r + 64 <= Rp; r += 64) rows(std::integral_constant<int, 4>())(r);
   for (; r + 32 <= Rp; r += 32) rows(std::integral_constant<int, 2>())(r);
   for (; r < Rp; r += 16) rows(std::integral_constant<int, 1>())(r);
+}
+
+/// The scores of the item's Rp rows against one run of keys: token t's at st + t * ldo (rows in
+/// order), key pairs then rope pairs.
+HWY_INLINE void pair_run_scores(DF df, const Problem& p, const std::uint32_t* qp, std::int64_t Rp, const KvRun& run,
+                                float* st, std::int64_t ldo) {
+  const PairColumns parts[2] = {
+      {static_cast<const char*>(run.key), run.key_stride * 2, 4, p.qk_dim / 2, 0},
+      {static_cast<const char*>(run.key_rope), run.rope_stride * 2, 4, p.rope_dim / 2, p.qk_dim / 2}};
+  pair_panel(df, qp, Rp, Rp, parts, run.count, st, ldo, p.scale, false);
 }
 
 /// Phase A of a wide item over bf16 rows: wide_scores with Q·Kᵀ as bf16 dot products reading the
@@ -119,7 +135,7 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
   }
   if (!pairs) return wide_scores<QSrc, Src>(p, tile, it, s, sv, m);
   std::fill(m, m + Rp, kNegInf);
-  hold_columns<Src>(p, it, s.kv, false);  // V for phase B
+  if (!bf16_value_dots(p)) hold_columns<Src>(p, it, s.kv, false);  // V for phase B's fp32 products
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
@@ -128,6 +144,103 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
     });
     finish_score_tile(df, p, it, sv, c0, nc, m);
   }
+}
+
+/// out[d] = a[d] | b[d] << 16 for d < vd: the bf16 pairs of rows a and b (b null: 0 in the high
+/// halves), in the order of d.
+HWY_INLINE void interleave_rows(const std::uint16_t* a, const std::uint16_t* b, std::int64_t vd, std::uint32_t* out) {
+  // vpermt2w: word index j < 32 reads a[j], j >= 32 reads b[j - 32]; word 2i of the result is
+  // a[i] (the low half of pair i), word 2i + 1 is b[i].
+  alignas(64) std::uint16_t lo_idx[32], hi_idx[32];
+  for (int j = 0; j < 32; ++j) {
+    lo_idx[j] = static_cast<std::uint16_t>((j % 2) * 32 + j / 2);
+    hi_idx[j] = static_cast<std::uint16_t>((j % 2) * 32 + 16 + j / 2);
+  }
+  const __m512i lo = _mm512_load_si512(lo_idx), hi = _mm512_load_si512(hi_idx);
+  for (std::int64_t d = 0; d < vd; d += 32) {
+    const std::int64_t n = std::min<std::int64_t>(32, vd - d);
+    const __mmask32 words = n == 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
+    const __m512i va = _mm512_maskz_loadu_epi16(words, a + d);
+    const __m512i vb = b != nullptr ? _mm512_maskz_loadu_epi16(words, b + d) : _mm512_setzero_si512();
+    const __mmask16 first = n >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
+    const __mmask16 second = n >= 32 ? 0xFFFF : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1) : 0;
+    _mm512_mask_storeu_epi32(out + d, first, _mm512_permutex2var_epi16(va, lo, vb));
+    if (second != 0) _mm512_mask_storeu_epi32(out + d + 16, second, _mm512_permutex2var_epi16(va, hi, vb));
+  }
+}
+
+/// The V rows of tile columns [c0, c0 + nc) as bf16 pairs of tokens: vi[k * v_dim + d] holds
+/// column 2k's element d in its low half and column 2k + 1's in its high half (0 past nc).
+/// `pending` (v_dim halves) keeps a pair's first row when its second lies in the next run.
+HWY_INLINE void interleave_values(const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc,
+                                  std::uint32_t* vi, std::uint16_t* pending) {
+  const std::int64_t vd = p.v_dim;
+  for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
+    auto row = [&](std::int64_t t) { return static_cast<const std::uint16_t*>(run.value) + t * run.value_stride; };
+    std::int64_t t = 0;
+    if (c % 2 == 1) interleave_rows(pending, row(t++), vd, vi + (c - 1) / 2 * vd);
+    for (; t + 1 < run.count; t += 2) interleave_rows(row(t), row(t + 1), vd, vi + (c + t) / 2 * vd);
+    if (t == run.count) return;
+    if (c + t + 1 == nc) {
+      interleave_rows(row(t), nullptr, vd, vi + (c + t) / 2 * vd);
+    } else {
+      std::memcpy(pending, row(t), static_cast<std::size_t>(vd) * sizeof(std::uint16_t));
+    }
+  });
+}
+
+/// True when no P of a tile (nc columns at st, stride cs, Rp rows) is subnormal: the dot products
+/// would read it as 0 (P >= 0 here).
+HWY_INLINE bool no_subnormal_p(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp) {
+  const __m512i exponent = _mm512_set1_epi32(0x7F800000);
+  __mmask16 bad = 0;
+  for (std::int64_t c = 0; c < nc; ++c)
+    for (std::int64_t r = 0; r < Rp; r += 16) {
+      const __m512i x = _mm512_loadu_si512(st + c * cs + r);
+      bad |= _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(x, exponent), x, x);
+    }
+  return bad == 0;
+}
+
+/// Packs a P tile (bf16 values held as f32) into pairs of columns in place: column k becomes the
+/// bf16 pairs (column 2k, column 2k + 1) of its rows, column 2k in the low half (0 past nc).
+HWY_INLINE void pack_p_pairs(float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp) {
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  for (std::int64_t k = 0; 2 * k < nc; ++k)
+    for (std::int64_t r = 0; r < Rp; r += 16) {
+      const __m512i lo = _mm512_loadu_si512(st + 2 * k * cs + r);
+      const __m512i hi = 2 * k + 1 < nc ? _mm512_loadu_si512(st + (2 * k + 1) * cs + r) : _mm512_setzero_si512();
+      _mm512_storeu_si512(st + k * cs + r, _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, high)));
+    }
+}
+
+/// Phase B of a wide item over bf16 V rows where P is E rounded to bf16 (bf16_value_dots): P·V as
+/// bf16 dot products of token pairs, the P tile packed into pairs of columns in place and the V
+/// rows interleaved into pairs (in the V tile buffer), tile by tile, where every row sees every
+/// key of the tile and no P is subnormal; other tiles (a band's edge, masks, pse) take pv_tile.
+template <class Src>
+void wide_pair_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s,
+                          ScoreView sv, const RowStats& rs, float* l, float* acc) {
+  const DF df;
+  const std::int64_t Rp = padded_rows(it), vd = p.v_dim;
+  auto* vi = reinterpret_cast<std::uint32_t*>(s.v);  // tile.cols / 2 pairs of vd, then one pending row
+  auto* pending = reinterpret_cast<std::uint16_t*>(vi + (tile.cols + 1) / 2 * vd);
+  std::fill(s.acc_t, s.acc_t + vd * Rp, 0.0f);
+  std::fill(l, l + Rp, 0.0f);
+  for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
+    const std::int64_t nc = std::min(tile.cols, it.col_end - c0), cs = sv.col_stride;
+    float* st = sv.base + (c0 - it.col_begin) * cs;
+    exp_tile(df, p, st, cs, nc, Rp, rs.max, l);
+    if (tile_fully_visible(p, it, c0, nc) && !p.has_pse && no_subnormal_p(st, cs, nc, Rp)) {
+      interleave_values(p, it, c0, nc, vi, pending);
+      pack_p_pairs(st, cs, nc, Rp);
+      const PairColumns parts[2] = {{reinterpret_cast<const char*>(vi), 4, 4 * vd, (nc + 1) / 2, 0}, {}};
+      pair_panel(df, reinterpret_cast<const std::uint32_t*>(st), cs, Rp, parts, vd, s.acc_t, Rp, 1.0f, true);
+    } else {
+      pv_tile<Src>(df, p, it, s, st, cs, c0, nc);
+    }
+  }
+  finish_accumulators(df, p, it, s, rs.max, l, acc);
 }
 
 #endif  // FIA_BF16_DOTS

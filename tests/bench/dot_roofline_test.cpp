@@ -74,23 +74,24 @@ TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheBf16DotProductPeak) {
 }
 
 // Items of each kind count by their cells: 16 heads of one query row over bf16 rows run in place
-// (both products on dot products, P rounded to bf16), and 4 query rows of 16 heads make a wide
-// item of 64 rows, whose Q·Kᵀ alone takes them.
+// (both products on dot products, P rounded to bf16), 4 query rows of 16 heads make a wide item
+// of 64 rows (both products too), and narrow items (decode of 4 heads over a KV head of their
+// own) take none.
 TEST(BenchRoofline, ItemsOfEachKindCountByTheirCells) {
   const std::string file = testing::TempDir() + "mixed_shapes.json";
   {
     std::ofstream f(file);
-    f << R"({"shapes": [{"name": "M", "what": "two kinds of items",
-      "params": {"num_heads": 16, "num_key_value_heads": 1, "input_layout": "BSND", "scale": 0.1,
-                 "actual_seq_lengths": [1, 4]},
-      "tensors": {"query": ["BF16", [2, 4, 16, 64]], "key": ["BF16", [2, 300, 1, 64]], "value": ["BF16", [2, 300, 1, 64]]}}]})";
+    f << R"({"shapes": [{"name": "M", "what": "three kinds of items",
+      "params": {"num_heads": 8, "num_key_value_heads": 2, "input_layout": "BSND", "scale": 0.1,
+                 "actual_seq_lengths": [1, 4, 16]},
+      "tensors": {"query": ["BF16", [3, 16, 8, 64]], "key": ["BF16", [3, 300, 2, 64]], "value": ["BF16", [3, 300, 2, 64]]}}]})";
   }
   auto loaded = bench::load_shapes(file, {});
   ASSERT_EQ(loaded.size(), 1u);
   if (!dots_here()) GTEST_SKIP() << "no bf16 dot products on this CPU";
-  // Cells: 16 x 300 in place, 64 x 300 wide; of the FLOPs half are Q·Kᵀ's, half P·V's.
-  const double in_place = 16.0 / 80.0, wide = 64.0 / 80.0;
-  EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call, loaded[0].flops_per_call * (0.5 * (in_place + wide) + 0.5 * in_place));
+  // Cells over 300 keys: one narrow item of 2 KV heads x 4 heads x 1 row (8), two in place of
+  // 4 heads x 4 rows (16 each), two wide of 4 heads x 16 rows (64 each).
+  EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call, loaded[0].flops_per_call * (2 * 16.0 + 2 * 64.0) / (8.0 + 2 * 16.0 + 2 * 64.0));
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
-// Wide items (prefill) over bf16 query and K rows, whose Q·Kᵀ takes bf16 dot products on AVX-512
-// CPUs that have them (cpu/prefill_dots-inl.h), on every instruction set this build compiles and
-// this CPU supports, AVX-512 both with and without the dot products: against the float64
-// reference (FIA-SPEC 21.1 criterion A) around every register block (row blocks of 64, 32 and 16
-// rows; token blocks of 6, 4, 2 and 1 in a run), tile and paged-block edge, with rope dims, masks,
-// pse and sinks; paged, NZ and contiguous caches and any thread count give the same bits; a query
-// whose products the dot products would drop keeps the fp32 ones, also beside items of the same
-// KV head that take them (the worker's widened V store then holds K too).
+// Wide items (prefill) over bf16 rows, whose Q·Kᵀ, and P·V where P is E rounded to bf16, take
+// bf16 dot products on AVX-512 CPUs that have them (cpu/prefill_dots-inl.h), on every instruction
+// set this build compiles and this CPU supports, AVX-512 both with and without the dot products:
+// against the float64 reference (FIA-SPEC 21.1 criterion A) around every register block (row
+// blocks of 64, 32 and 16 rows; blocks of 6, 4, 2 and 1 tokens or V dims), tile and paged-block
+// edge, odd keys count and first key (token pairs), with rope dims, masks, pse and sinks; paged,
+// NZ and contiguous caches and any thread count give the same bits; a query whose products the
+// dot products would drop keeps the fp32 ones, also beside items of the same KV head that take
+// them, and a subnormal P keeps its tile on fp32 products.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -92,6 +93,23 @@ TEST_P(PrefillDotsPerIsa, RopeDimsHeadDimsAndTndMatchTheReference) {
   }
 }
 
+// A sliding window (sparse mode 4) of 301 keys: every item's first key is odd (row - 301), so the
+// token pairs of P·V start at odd keys, and in blocks of 16 a pair's rows lie in two blocks.
+// Tiles after an item's first are fully visible and take the dot products.
+TEST_P(PrefillDotsPerIsa, PairsOfKeysAcrossPagedBlocksMatchTheReference) {
+  for (const bool paged : {false, true}) {
+    CallSpec spec = prefill(2, 1, 340, 340);
+    spec.act_kv.reset();
+    spec.sparse_mode = 4;
+    spec.mask = MaskKind::kCompressed;
+    spec.pre_tokens = 301;
+    spec.next_tokens = 0;
+    if (paged) spec.storage = KvStorage::kPaged, spec.block_size = 16;
+    const TestCall call = build_call(spec, paged ? 8 : 9);
+    expect_cpu_matches_reference(call.args, spec.lse, describe(spec), 2, isa());
+  }
+}
+
 TEST_P(PrefillDotsPerIsa, PagedNzAndContiguousCachesGiveTheSameBits) {
   for (const std::int64_t block : {16, 128}) {
     CallSpec spec = prefill(8, 2, 40, 300);
@@ -146,6 +164,26 @@ TEST_P(PrefillDotsPerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference
     }
     expect_cpu_matches_reference(call.args, spec.lse, subnormal_query ? "subnormal query" : "query of 2^127", 1, isa());
   }
+}
+
+// P·V by bf16 dot products reads a subnormal P as 0, so a tile with one takes the fp32 products:
+// key 7's score is exactly -88 (one nonzero element), 88 to 90 below each row's max (the other
+// keys' scores lie within 2 of 0), so E lies between 2^-130 and 2^-127, subnormal in bf16 and f32;
+// its V row is 2^126, so that E·V (1/16 to 1/2) moves every output element well past the
+// tolerance. Read as 0, it would be lost.
+TEST_P(PrefillDotsPerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsThem) {
+  CallSpec spec = prefill(4, 1, 16, 40);
+  spec.batch = 1;
+  spec.act_kv.reset();
+  TestCall call = build_call(spec, 23);
+  detail::Problem p;
+  ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+  for (std::int64_t n = 0; n < spec.num_heads; ++n)
+    for (std::int64_t i = 0; i < spec.q_seq; ++i) set_stored_value(p.query.base, p.dtype, p.query.offset(0, n, i) + 5, 1.0f);
+  for (std::int64_t d = 0; d < spec.qk_dim; ++d)
+    set_stored_value(p.locate(0, 0, 7).key, p.kv_dtype, d, d == 5 ? static_cast<float>(-88.0 / p.scale) : 0.0f);
+  for (std::int64_t d = 0; d < spec.qk_dim; ++d) set_stored_value(p.locate(0, 0, 7).value, p.kv_dtype, d, std::ldexp(1.0f, 126));
+  expect_cpu_matches_reference(call.args, spec.lse, "subnormal P against V of 2^126", 2, isa());
 }
 
 // Where the CPU has bf16 dot products, bf16 prefill takes them unless forbidden: the two ways give
