@@ -1,11 +1,12 @@
-// Q·Kᵀ of wide items (prefill) as bf16 dot products (cpu/bf16_dots-inl.h), for bf16 query and K
-// rows on AVX-512 CPUs that have them (bf16_wide_key_dots): the query is packed once per item into
-// pairs of dims, 16 rows per vector, and each token's pair of K elements is read from its stored
-// row as one broadcast 32-bit operand, so K is never widened. Register blocks of 4 row vectors x 6
-// tokens (24 accumulators), as the fp32 kernel's (prefill-inl.h). A score is one chain of dot
-// products over its dims in order (key dims, then rope dims), whichever block it falls in, so
-// paged, contiguous and NZ caches and any thread count give the same bits. P·V keeps the fp32
-// kernel (wide_accumulate).
+// Wide items (prefill) over bf16 rows as bf16 dot products (cpu/bf16_dots-inl.h) on AVX-512 CPUs
+// that have them. Q·Kᵀ (bf16_wide_key_dots): the query is packed once per item into pairs of dims,
+// 16 rows per vector, and each token's pair of K elements is read from its stored row as one
+// broadcast 32-bit operand, so K is never widened. P·V where P is E rounded to bf16
+// (bf16_value_dots): per tile, P packed into pairs of tokens and the V rows interleaved into token
+// pairs. Register blocks of 4 row vectors x 6 columns (24 accumulators), as the fp32 kernel's
+// (prefill-inl.h). A score, or a tile's share of an output element, is one chain of dot products
+// in order, whichever block it falls in, so paged, contiguous and NZ caches and any thread count
+// give the same bits.
 // Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets
 // foreach_target re-include it once per target).
 #if defined(FIA_CPU_PREFILL_DOTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -135,7 +136,7 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
   }
   if (!pairs) return wide_scores<QSrc, Src>(p, tile, it, s, sv, m);
   std::fill(m, m + Rp, kNegInf);
-  if (!bf16_value_dots(p)) hold_columns<Src>(p, it, s.kv, false);  // V for phase B's fp32 products
+  hold_columns<Src>(p, it, s.kv, false);  // V for the tiles of phase B that take fp32 products
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;

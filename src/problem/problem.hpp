@@ -336,7 +336,7 @@ inline bool bf16_wide_key_dots(const Problem& p) {
   return bf16_key_dots(p) && p.qk_dim % 2 == 0 && p.rope_dim % 2 == 0;
 }
 
-/// True when P·V of the in-place items of `p` may take them too: P the exponentials rounded to bf16 (FIA-SPEC 25.3,
+/// True when P·V of the in-place and other wide items of `p` may take them too: P the exponentials rounded to bf16 (FIA-SPEC 25.3,
 /// first row: PRule kRoundE to bf16), so that P is exact in bf16.
 inline bool bf16_value_dots(const Problem& p) {
   return bf16_key_dots(p) && p.p_rule.kind == PRule::Kind::kRoundE && p.p_rule.round_to == DType::BF16;

@@ -44,15 +44,15 @@ CallSpec prefill(std::int64_t heads, std::int64_t kv_heads, std::int64_t q_seq, 
 
 using PrefillDotsPerIsa = PerIsaAndProducts;
 
-// Packed rows per item: 16 query rows x 4 heads (64); a last item of 12, 20 or 44 rows (padded to
-// 16, 32, 48); 80, 96 or 144 heads of one query row (64 + 16, 64 + 32; 144 rows are loaded one by
-// one, past the 128 the K tile buffer takes). Keys: every remainder of the token blocks of 6 and
-// the tile edges.
+// Packed rows per item: 16 query rows x 4 heads (64); a last item of 16, 20 or 44 rows (padded to
+// 16, 32, 48: row blocks of 16, 32, 32 + 16); 80, 96 or 144 heads of one query row (64 + 16,
+// 64 + 32; 144 rows are loaded one by one, past the 128 the K tile buffer takes). Keys: every
+// remainder of the token blocks of 6 and the tile edges.
 TEST_P(PrefillDotsPerIsa, MatchesTheReferenceAroundEveryBlock) {
   struct Rows {
     std::int64_t heads, kv_heads, q_seq;
   };
-  const Rows rows[] = {{8, 2, 19}, {8, 2, 21}, {8, 2, 27}, {4, 1, 32}, {80, 1, 2}, {96, 2, 1}, {144, 1, 1}};
+  const Rows rows[] = {{8, 2, 20}, {8, 2, 21}, {8, 2, 27}, {4, 1, 32}, {80, 1, 2}, {96, 1, 1}, {144, 1, 1}};
   int variant = 0;
   for (const Rows& r : rows)
     for (const std::int64_t kv : {1, 2, 3, 5, 7, 8, 13, 127, 129, 260}) {
@@ -69,7 +69,8 @@ TEST_P(PrefillDotsPerIsa, MatchesTheReferenceAroundEveryBlock) {
     }
 }
 
-// Rope dims (their pairs after the key dims'), head dims of 2 and 96 pairs' worth, TND.
+// Rope dims (their pairs after the key dims'), head dims of 2 and 192, V dims of 40 and 17 (the
+// interleaving's tails and P·V's blocks of 1), TND (P kept in f32: Q·Kᵀ alone on dot products).
 TEST_P(PrefillDotsPerIsa, RopeDimsHeadDimsAndTndMatchTheReference) {
   for (const std::int64_t kv : {9, 131}) {
     CallSpec rope = prefill(8, 1, 20, kv);
@@ -80,22 +81,26 @@ TEST_P(PrefillDotsPerIsa, RopeDimsHeadDimsAndTndMatchTheReference) {
     tiny.qk_dim = 2;
     CallSpec wide = prefill(4, 4, 17, kv);
     wide.qk_dim = 192;
+    CallSpec v40 = prefill(8, 2, 20, kv);
+    v40.v_dim = 40;
+    CallSpec v17 = prefill(4, 1, 16, kv);
+    v17.v_dim = 17;
     CallSpec tnd = prefill(8, 2, 40, kv);
     tnd.layout = "TND";
     tnd.sparse_mode = 3;
     tnd.mask = MaskKind::kCompressed;
     tnd.act_q = std::vector<std::int64_t>{std::min<std::int64_t>(kv, 40), std::min<std::int64_t>(kv, 33)};
     tnd.act_kv = tnd.act_q;
-    for (const CallSpec& spec : {rope, tiny, wide, tnd}) {
+    for (const CallSpec& spec : {rope, tiny, wide, v40, v17, tnd}) {
       const TestCall call = build_call(spec, static_cast<std::uint64_t>(kv + spec.qk_dim));
       expect_cpu_matches_reference(call.args, spec.lse, describe(spec), 2, isa());
     }
   }
 }
 
-// A sliding window (sparse mode 4) of 301 keys: every item's first key is odd (row - 301), so the
-// token pairs of P·V start at odd keys, and in blocks of 16 a pair's rows lie in two blocks.
-// Tiles after an item's first are fully visible and take the dot products.
+// A sliding window (sparse mode 4) of 301 keys: the items of rows 320 and on start at key 19 (odd),
+// so their token pairs start at odd keys, and in blocks of 16 a pair's rows lie in two blocks.
+// Their middle tile (keys 147-274) is fully visible and takes the dot products.
 TEST_P(PrefillDotsPerIsa, PairsOfKeysAcrossPagedBlocksMatchTheReference) {
   for (const bool paged : {false, true}) {
     CallSpec spec = prefill(2, 1, 340, 340);
@@ -143,10 +148,14 @@ TEST_P(PrefillDotsPerIsa, ResultsDoNotDependOnTheThreadCount) {
 // keys of 2^127 to 1.875 x 2^127 in that dim, and a query element of 2^127 against subnormal key
 // elements, each product between 1 and 1.875 and different for every token (read as 0, the scores
 // would all be equal). Only the rows of the middle item of each KV head (query rows 16 to 31) hold
-// it, so that items before and after take the dot products over the same keys on the same worker.
+// it, so that items before and after take the dot products over the same keys on the same worker:
+// in TND (P in f32) the worker holds the V it widened for the item before, without K.
 TEST_P(PrefillDotsPerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference) {
-  for (const bool subnormal_query : {true, false}) {
+  for (const bool subnormal_query : {true, false})
+  for (const char* layout : {"BSND", "TND"}) {
     CallSpec spec = prefill(8, 2, 48, 150);
+    spec.layout = layout;
+    if (spec.layout == "TND") spec.act_q = spec.act_kv = std::vector<std::int64_t>{48, 48};
     TestCall call = build_call(spec, 17);
     detail::Problem p;
     ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
@@ -162,7 +171,8 @@ TEST_P(PrefillDotsPerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference
                            subnormal_query ? std::ldexp(m, 127) : std::ldexp(m, -127));
         }
     }
-    expect_cpu_matches_reference(call.args, spec.lse, subnormal_query ? "subnormal query" : "query of 2^127", 1, isa());
+    expect_cpu_matches_reference(call.args, spec.lse,
+                                 std::string(layout) + (subnormal_query ? ", subnormal query" : ", query of 2^127"), 1, isa());
   }
 }
 
@@ -187,7 +197,8 @@ TEST_P(PrefillDotsPerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsT
 }
 
 // Where the CPU has bf16 dot products, bf16 prefill takes them unless forbidden: the two ways give
-// other bits for the LSE (sums in another order), and the same when forbidden.
+// other bits for the LSE (Q·Kᵀ's sums in another order) and, with the same scores, for the output
+// (P·V's), and the same when forbidden.
 TEST(PrefillBf16Dots, TakenWhereTheCpuHasThemAndNotWhenForbidden) {
   if (!detail::bf16_dots_supported() || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0)
     GTEST_SKIP() << "the kernels take no bf16 dot products here (" << detail::kernel_isa() << ")";
@@ -197,10 +208,21 @@ TEST(PrefillBf16Dots, TakenWhereTheCpuHasThemAndNotWhenForbidden) {
     Outputs out;
     EXPECT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
     detail::allow_bf16_dots(true);
-    return out.softmax_lse.bytes;
+    return out;
   };
-  EXPECT_NE(run_with(true), run_with(false));
-  EXPECT_EQ(run_with(false), run_with(false));
+  EXPECT_NE(run_with(true).softmax_lse.bytes, run_with(false).softmax_lse.bytes);
+  EXPECT_EQ(run_with(false).softmax_lse.bytes, run_with(false).softmax_lse.bytes);
+  // A query of one nonzero dim: every score is one exact product, the same bits both ways, so
+  // the outputs differ by P·V's sums alone.
+  detail::Problem p;
+  ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+  for (std::int64_t b = 0; b < p.batch; ++b)
+    for (std::int64_t n = 0; n < p.num_heads; ++n)
+      for (std::int64_t i = 0; i < p.act_q[b]; ++i)
+        for (std::int64_t d = 1; d < p.qk_dim; ++d) set_stored_value(p.query.base, p.dtype, p.query.offset(b, n, i) + d, 0.0f);
+  const Outputs dots = run_with(true), fp32 = run_with(false);
+  EXPECT_EQ(dots.softmax_lse.bytes, fp32.softmax_lse.bytes);
+  EXPECT_NE(dots.attention_out.bytes, fp32.attention_out.bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, PrefillDotsPerIsa, ::testing::ValuesIn(isa_params()),
