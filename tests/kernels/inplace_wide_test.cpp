@@ -20,6 +20,7 @@
 #include "support/isa_params.hpp"
 #include "support/paged_cache.hpp"
 #include "support/run_helpers.hpp"
+#include "support/subnormal_weight.hpp"
 #include "validate/build_problem.hpp"
 
 namespace fia::test {
@@ -197,10 +198,8 @@ TEST_P(InplacePerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference) {
 }
 
 // P·V by bf16 dot products reads a subnormal P as 0 (cpu/bf16_dots-inl.h), so a token with one
-// goes through fp32 multiply-adds instead: key 7's score is exactly -88 (one nonzero element),
-// 88 to 90 below each row's max (the other keys' scores lie within 2 of 0), so E lies between
-// 2^-130 and 2^-127, subnormal in bf16 and f32; its V row is 2^126, so that E·V (1/16 to 1/2)
-// moves every output element well past the tolerance. Read as 0, it would be lost.
+// goes through fp32 multiply-adds instead (plant_subnormal_weight: key 7's E about 2^-128 against
+// a V row of 2^126).
 TEST_P(InplacePerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsThem) {
   CallSpec spec = spec_of(kShapes[2], 40, 0);  // 16 GQA heads, bf16, head dim 64, BNSD
   spec.batch = 1;
@@ -208,10 +207,7 @@ TEST_P(InplacePerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsThem)
   TestCall call = build_call(spec, 23);
   detail::Problem p;
   ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
-  for (std::int64_t n = 0; n < spec.num_heads; ++n) set_stored_value(p.query.base, p.dtype, p.query.offset(0, n, 0) + 5, 1.0f);
-  for (std::int64_t d = 0; d < spec.qk_dim; ++d)
-    set_stored_value(p.locate(0, 0, 7).key, p.kv_dtype, d, d == 5 ? static_cast<float>(-88.0 / p.scale) : 0.0f);
-  for (std::int64_t d = 0; d < spec.qk_dim; ++d) set_stored_value(p.locate(0, 0, 7).value, p.kv_dtype, d, std::ldexp(1.0f, 126));
+  plant_subnormal_weight(p, 7);
   expect_cpu_matches_reference(call.args, spec.lse, "subnormal P against V of 2^126", 2, isa());
 }
 
