@@ -118,7 +118,7 @@ struct Prefetch {
   Prefetch shifted(std::int64_t offset) const {
     if (bytes == 0) return {};
     Prefetch r = *this;
-    r.base += offset;
+    if (r.base != nullptr) r.base += offset;  // null: every row lies in `next` (from())
     if (next.count > 0) r.next.first += offset;
     return r;
   }

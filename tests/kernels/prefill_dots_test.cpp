@@ -15,6 +15,7 @@
 
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
+#include "fia/half.hpp"
 #include "support/call_builder.hpp"
 #include "support/expectations.hpp"
 #include "support/isa_params.hpp"
@@ -113,6 +114,48 @@ TEST_P(PrefillDotsPerIsa, PairsOfKeysAcrossPagedBlocksMatchTheReference) {
     if (paged) spec.storage = KvStorage::kPaged, spec.block_size = 16;
     const TestCall call = build_call(spec, paged ? 8 : 9);
     expect_cpu_matches_reference(call.args, spec.lse, describe(spec), 2, isa());
+  }
+}
+
+// Causal prefill: key 140 is visible to query rows 140 and on only, and its tile (keys 128-143
+// for the item of rows 128-143) crosses the diagonal. A NaN, inf or huge value in its V row
+// reaches exactly the rows that see the key; the others keep their bits (25.1 #24), also where
+// the tile's other V rows are finite and its P·V could take the dot products. Their LSE keeps
+// its bits too: a row whose P·V went non-finite would be recomputed in float64 (docs/numerics.md,
+// "Overflow"), which gives the output within tolerance but the LSE rounded once from float64.
+TEST_P(PrefillDotsPerIsa, AKeySomeRowsExcludeNeverReachesThemThroughItsValues) {
+  CallSpec spec = prefill(8, 2, 150, 150);
+  spec.batch = 1;
+  spec.act_kv.reset();
+  spec.sparse_mode = 3;
+  spec.mask = MaskKind::kCompressed;
+  TestCall call = build_call(spec, 9);
+  Outputs clean;
+  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &clean).ok());
+  detail::Problem p;
+  ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+  const std::int64_t key = 140, d = spec.qk_dim;
+  for (const float poison : {std::nanf(""), INFINITY, 6.0e4f}) {
+    for (std::int64_t h = 0; h < p.num_kv_heads; ++h) set_stored_value(p.locate(0, h, key).value, p.kv_dtype, 7, poison);
+    Outputs out;
+    ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
+    const auto* a = reinterpret_cast<const std::uint16_t*>(clean.attention_out.bytes.data());
+    const auto* b = reinterpret_cast<const std::uint16_t*>(out.attention_out.bytes.data());
+    const auto* lse_a = reinterpret_cast<const std::uint32_t*>(clean.softmax_lse.bytes.data());
+    const auto* lse_b = reinterpret_cast<const std::uint32_t*>(out.softmax_lse.bytes.data());
+    ASSERT_EQ(out.softmax_lse.bytes.size(), static_cast<std::size_t>(spec.num_heads * spec.q_seq * 4));
+    for (std::int64_t i = 0; i < spec.q_seq; ++i)
+      for (std::int64_t n = 0; n < spec.num_heads; ++n) {
+        if (i < key) ASSERT_EQ(lse_a[n * spec.q_seq + i], lse_b[n * spec.q_seq + i]) << "poison " << poison << " row " << i << " head " << n;
+        const std::int64_t row = (i * spec.num_heads + n) * d;  // BSND
+        for (std::int64_t x = 0; x < d; ++x) {
+          if (i < key) {
+            ASSERT_EQ(a[row + x], b[row + x]) << "poison " << poison << " row " << i << " head " << n << " element " << x;
+          } else if (x == 7 && poison != 6.0e4f) {
+            EXPECT_FALSE(std::isfinite(bf16_to_f32(b[row + x]))) << "poison " << poison << " row " << i << " head " << n;
+          }
+        }
+      }
   }
 }
 
