@@ -148,8 +148,8 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
 }
 
 /// out[d] = a[d] | b[d] << 16 for d < vd: the bf16 pairs of rows a and b (b null: 0 in the high
-/// halves), in the order of d. Returns false when a value of either row is infinite or NaN.
-HWY_INLINE bool interleave_rows(const std::uint16_t* a, const std::uint16_t* b, std::int64_t vd, std::uint32_t* out) {
+/// halves), in the order of d.
+HWY_INLINE void interleave_rows(const std::uint16_t* a, const std::uint16_t* b, std::int64_t vd, std::uint32_t* out) {
   // vpermt2w: word index j < 32 reads a[j], j >= 32 reads b[j - 32]; word 2i of the result is
   // a[i] (the low half of pair i), word 2i + 1 is b[i].
   alignas(64) std::uint16_t lo_idx[32], hi_idx[32];
@@ -158,44 +158,36 @@ HWY_INLINE bool interleave_rows(const std::uint16_t* a, const std::uint16_t* b, 
     hi_idx[j] = static_cast<std::uint16_t>((j % 2) * 32 + 16 + j / 2);
   }
   const __m512i lo = _mm512_load_si512(lo_idx), hi = _mm512_load_si512(hi_idx);
-  const __m512i exponent = _mm512_set1_epi16(0x7F80);
-  __mmask32 non_finite = 0;
   for (std::int64_t d = 0; d < vd; d += 32) {
     const std::int64_t n = std::min<std::int64_t>(32, vd - d);
     const __mmask32 words = n == 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
     const __m512i va = _mm512_maskz_loadu_epi16(words, a + d);
     const __m512i vb = b != nullptr ? _mm512_maskz_loadu_epi16(words, b + d) : _mm512_setzero_si512();
-    non_finite |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(va, exponent), exponent) |
-                  _mm512_cmpeq_epi16_mask(_mm512_and_si512(vb, exponent), exponent);
     const __mmask16 first = n >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
     const __mmask16 second = n >= 32 ? 0xFFFF : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1) : 0;
     _mm512_mask_storeu_epi32(out + d, first, _mm512_permutex2var_epi16(va, lo, vb));
     if (second != 0) _mm512_mask_storeu_epi32(out + d + 16, second, _mm512_permutex2var_epi16(va, hi, vb));
   }
-  return non_finite == 0;
 }
 
 /// The V rows of tile columns [c0, c0 + nc) as bf16 pairs of tokens: vi[k * v_dim + d] holds
 /// column 2k's element d in its low half and column 2k + 1's in its high half (0 past nc).
 /// `pending` (v_dim halves) keeps a pair's first row when its second lies in the next run.
-/// Returns false when a value is infinite or NaN.
-HWY_INLINE bool interleave_values(const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc,
+HWY_INLINE void interleave_values(const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc,
                                   std::uint32_t* vi, std::uint16_t* pending) {
   const std::int64_t vd = p.v_dim;
-  bool finite = true;
   for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
     auto row = [&](std::int64_t t) { return static_cast<const std::uint16_t*>(run.value) + t * run.value_stride; };
     std::int64_t t = 0;
-    if (c % 2 == 1) finite &= interleave_rows(pending, row(t++), vd, vi + (c - 1) / 2 * vd);
-    for (; t + 1 < run.count; t += 2) finite &= interleave_rows(row(t), row(t + 1), vd, vi + (c + t) / 2 * vd);
+    if (c % 2 == 1) interleave_rows(pending, row(t++), vd, vi + (c - 1) / 2 * vd);
+    for (; t + 1 < run.count; t += 2) interleave_rows(row(t), row(t + 1), vd, vi + (c + t) / 2 * vd);
     if (t == run.count) return;
     if (c + t + 1 == nc) {
-      finite &= interleave_rows(row(t), nullptr, vd, vi + (c + t) / 2 * vd);
+      interleave_rows(row(t), nullptr, vd, vi + (c + t) / 2 * vd);
     } else {
       std::memcpy(pending, row(t), static_cast<std::size_t>(vd) * sizeof(std::uint16_t));
     }
   });
-  return finite;
 }
 
 /// True when no P of a tile (nc columns at st, stride cs, Rp rows) is subnormal: the dot products
@@ -225,10 +217,8 @@ HWY_INLINE void pack_p_pairs(float* st, std::int64_t cs, std::int64_t nc, std::i
 
 /// Phase B of a wide item over bf16 V rows where P is E rounded to bf16 (bf16_value_dots): P·V as
 /// bf16 dot products of token pairs, the P tile packed into pairs of columns in place and the V
-/// rows interleaved into pairs (in the V tile buffer), tile by tile. A tile with a subnormal P, or
-/// with an infinite or NaN V value where some row may exclude a key (a band's edge, masks, pse: a
-/// P of 0 would turn it into NaN in every row), takes pv_tile, which keeps such values from the
-/// rows that exclude their keys (FIA-SPEC 25.1 #24).
+/// rows interleaved into pairs (in the V tile buffer), tile by tile, where every row sees every
+/// key of the tile and no P is subnormal; other tiles (a band's edge, masks, pse) take pv_tile.
 template <class Src>
 void wide_pair_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s,
                           ScoreView sv, const RowStats& rs, float* l, float* acc) {
@@ -242,8 +232,8 @@ void wide_pair_accumulate(const Problem& p, const TileShape& tile, const WorkIte
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0), cs = sv.col_stride;
     float* st = sv.base + (c0 - it.col_begin) * cs;
     exp_tile(df, p, st, cs, nc, Rp, rs.max, l);
-    const bool every_key = tile_fully_visible(p, it, c0, nc) && !p.has_pse;  // no row excludes a key of the tile
-    if (no_subnormal_p(st, cs, nc, Rp) && (interleave_values(p, it, c0, nc, vi, pending) || every_key)) {
+    if (tile_fully_visible(p, it, c0, nc) && !p.has_pse && no_subnormal_p(st, cs, nc, Rp)) {
+      interleave_values(p, it, c0, nc, vi, pending);
       pack_p_pairs(st, cs, nc, Rp);
       const PairColumns parts[2] = {{reinterpret_cast<const char*>(vi), 4, 4 * vd, (nc + 1) / 2, 0}, {}};
       pair_panel(df, reinterpret_cast<const std::uint32_t*>(st), cs, Rp, parts, vd, s.acc_t, Rp, 1.0f, true);

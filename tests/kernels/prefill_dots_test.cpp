@@ -119,9 +119,9 @@ TEST_P(PrefillDotsPerIsa, PairsOfKeysAcrossPagedBlocksMatchTheReference) {
 
 // Causal prefill: key 140 is visible to query rows 140 and on only, and its tile (keys 128-143
 // for the item of rows 128-143) crosses the diagonal. A NaN, inf or huge value in its V row
-// reaches exactly the rows that see the key; the others keep their bits (25.1 #24), also where
-// the tile's other V rows are finite and its P·V could take the dot products. Their LSE keeps
-// its bits too: a row whose P·V went non-finite would be recomputed in float64 (docs/numerics.md,
+// reaches exactly the rows that see the key; the others keep their bits (25.1 #24): the tile's
+// P·V takes the fp32 products whatever its V values (the dot products on finite values and fp32
+// on the others would sum the tile's other keys in two orders). Their LSE keeps its bits too: a row whose P·V went non-finite would be recomputed in float64 (docs/numerics.md,
 // "Overflow"), which gives the output within tolerance but the LSE rounded once from float64.
 TEST_P(PrefillDotsPerIsa, AKeySomeRowsExcludeNeverReachesThemThroughItsValues) {
   CallSpec spec = prefill(8, 2, 150, 150);
