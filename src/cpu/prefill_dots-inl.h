@@ -147,17 +147,29 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
   }
 }
 
+/// The word indices of vpermt2w that interleave two rows: index j < 32 reads a[j], j >= 32 reads
+/// b[j - 32]; word 2i of the result is a[i] (the low half of pair i), word 2i + 1 is b[i]; `lo`
+/// makes the pairs of elements 0-15, `hi` those of 16-31.
+struct PairWordIndices {
+  alignas(64) std::uint16_t lo[32];
+  alignas(64) std::uint16_t hi[32];
+};
+
+constexpr PairWordIndices pair_word_indices() {
+  PairWordIndices w{};
+  for (int j = 0; j < 32; ++j) {
+    w.lo[j] = static_cast<std::uint16_t>((j % 2) * 32 + j / 2);
+    w.hi[j] = static_cast<std::uint16_t>((j % 2) * 32 + 16 + j / 2);
+  }
+  return w;
+}
+
+inline constexpr PairWordIndices kPairWordIndices = pair_word_indices();
+
 /// out[d] = a[d] | b[d] << 16 for d < vd: the bf16 pairs of rows a and b (b null: 0 in the high
 /// halves), in the order of d.
 HWY_INLINE void interleave_rows(const std::uint16_t* a, const std::uint16_t* b, std::int64_t vd, std::uint32_t* out) {
-  // vpermt2w: word index j < 32 reads a[j], j >= 32 reads b[j - 32]; word 2i of the result is
-  // a[i] (the low half of pair i), word 2i + 1 is b[i].
-  alignas(64) std::uint16_t lo_idx[32], hi_idx[32];
-  for (int j = 0; j < 32; ++j) {
-    lo_idx[j] = static_cast<std::uint16_t>((j % 2) * 32 + j / 2);
-    hi_idx[j] = static_cast<std::uint16_t>((j % 2) * 32 + 16 + j / 2);
-  }
-  const __m512i lo = _mm512_load_si512(lo_idx), hi = _mm512_load_si512(hi_idx);
+  const __m512i lo = _mm512_load_si512(kPairWordIndices.lo), hi = _mm512_load_si512(kPairWordIndices.hi);
   for (std::int64_t d = 0; d < vd; d += 32) {
     const std::int64_t n = std::min<std::int64_t>(32, vd - d);
     const __mmask32 words = n == 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;

@@ -10,6 +10,7 @@
 #include "bench/workload.hpp"
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
+#include "support/isa_params.hpp"
 
 namespace fia::test {
 namespace {
@@ -30,11 +31,6 @@ TEST(BenchRoofline, DotProductFlopsTakeTheDotProductPeak) {
   EXPECT_DOUBLE_EQ(bench::roofline_seconds(40e6, 4e9, bench::MachineLimits{20e9, 400e9}, &memory, 2e9), 0.01);
 }
 
-/// True when the kernels take bf16 dot products on this CPU and instruction set.
-bool dots_here() {
-  return detail::bf16_dots_enabled() && std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
-}
-
 // Decode MLA (D6: bf16, 16 rows per item, in place, P rounded to bf16) runs both products as bf16
 // dot products where the CPU has them on AVX-512: all its FLOPs are judged against the dot-product
 // peak, whose rounds the workload takes besides the FMA peak's. Forbidden, or on another
@@ -45,7 +41,7 @@ TEST(BenchRoofline, DecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
   EXPECT_EQ(shape("D6").dot_flops_per_call, 0.0);
   detail::allow_bf16_dots(true);
   bench::Workload w = shape("D6");
-  const bool dots = dots_here();
+  const bool dots = bf16_dots_run_here();
   EXPECT_DOUBLE_EQ(w.dot_flops_per_call, dots ? w.flops_per_call : 0.0);
   if (!dots) GTEST_SKIP() << "no bf16 dot products on this CPU";
   int dot_rounds = 0;
@@ -70,7 +66,7 @@ TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheBf16DotProductPeak) {
   EXPECT_EQ(shape("P3").dot_flops_per_call, 0.0);
   detail::allow_bf16_dots(true);
   const bench::Workload w = shape("P3");
-  EXPECT_DOUBLE_EQ(w.dot_flops_per_call, dots_here() ? w.flops_per_call / 2 : 0.0);
+  EXPECT_DOUBLE_EQ(w.dot_flops_per_call, bf16_dots_run_here() ? w.flops_per_call / 2 : 0.0);
 }
 
 // Items of each kind count by their cells: 16 heads of one query row over bf16 rows run in place
@@ -88,7 +84,7 @@ TEST(BenchRoofline, ItemsOfEachKindCountByTheirCells) {
   }
   auto loaded = bench::load_shapes(file, {});
   ASSERT_EQ(loaded.size(), 1u);
-  if (!dots_here()) GTEST_SKIP() << "no bf16 dot products on this CPU";
+  if (!bf16_dots_run_here()) GTEST_SKIP() << "no bf16 dot products on this CPU";
   // Cells over 300 keys: one narrow item of 2 KV heads x 4 heads x 1 row (8), two in place of
   // 4 heads x 4 rows (16 each), two wide of 4 heads x 16 rows (64 each).
   EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call, loaded[0].flops_per_call * (2 * 16.0 + 2 * 64.0) / (8.0 + 2 * 16.0 + 2 * 64.0));

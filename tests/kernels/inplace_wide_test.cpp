@@ -155,7 +155,9 @@ TEST_P(InplacePerIsa, AKeySomeRowsExcludeNeverReachesThemThroughItsValues) {
           const std::int64_t row = (n * spec.q_seq + i) * d;  // BNSD
           const bool sees = i >= spec.q_seq - 2;
           // (a row whose P·V went non-finite would be recomputed in float64: its LSE would change)
-          if (!sees) ASSERT_EQ(lse_a[n * spec.q_seq + i], lse_b[n * spec.q_seq + i]) << "head " << n << " row " << i;
+          if (!sees) {
+            ASSERT_EQ(lse_a[n * spec.q_seq + i], lse_b[n * spec.q_seq + i]) << "head " << n << " row " << i;
+          }
           for (std::int64_t x = 0; x < d; ++x) {
             if (!sees) {
               ASSERT_EQ(a[row + x], b[row + x]) << "head " << n << " row " << i << " element " << x;
@@ -219,20 +221,12 @@ TEST_P(InplacePerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsThem)
 // give other bits for a decode MLA call's LSE (sums in another order), and the same when
 // forbidden.
 TEST(InplaceBf16Dots, TakenWhereTheCpuHasThemAndNotWhenForbidden) {
-  if (!detail::bf16_dots_supported() || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0)
-    GTEST_SKIP() << "the kernels take no bf16 dot products here (" << detail::kernel_isa() << ")";
+  if (!bf16_dots_run_here()) GTEST_SKIP() << "the kernels take no bf16 dot products here (" << detail::kernel_isa() << ")";
   const CallSpec spec = spec_of(kShapes[0], 300, 0);
   ASSERT_TRUE(spec.lse);
   const TestCall call = build_call(spec, 21);
-  auto run_with = [&](bool dots) {
-    detail::allow_bf16_dots(dots);
-    Outputs out;
-    EXPECT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
-    detail::allow_bf16_dots(true);
-    return out.softmax_lse.bytes;
-  };
-  EXPECT_NE(run_with(true), run_with(false));
-  EXPECT_EQ(run_with(false), run_with(false));
+  EXPECT_NE(run_with_bf16_dots(call.args, true).softmax_lse.bytes, run_with_bf16_dots(call.args, false).softmax_lse.bytes);
+  EXPECT_EQ(run_with_bf16_dots(call.args, false).softmax_lse.bytes, run_with_bf16_dots(call.args, false).softmax_lse.bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, InplacePerIsa, ::testing::ValuesIn(isa_params()),

@@ -146,7 +146,9 @@ TEST_P(PrefillDotsPerIsa, AKeySomeRowsExcludeNeverReachesThemThroughItsValues) {
     ASSERT_EQ(out.softmax_lse.bytes.size(), static_cast<std::size_t>(spec.num_heads * spec.q_seq * 4));
     for (std::int64_t i = 0; i < spec.q_seq; ++i)
       for (std::int64_t n = 0; n < spec.num_heads; ++n) {
-        if (i < key) ASSERT_EQ(lse_a[n * spec.q_seq + i], lse_b[n * spec.q_seq + i]) << "poison " << poison << " row " << i << " head " << n;
+        if (i < key) {
+          ASSERT_EQ(lse_a[n * spec.q_seq + i], lse_b[n * spec.q_seq + i]) << "poison " << poison << " row " << i << " head " << n;
+        }
         const std::int64_t row = (i * spec.num_heads + n) * d;  // BSND
         for (std::int64_t x = 0; x < d; ++x) {
           if (i < key) {
@@ -237,18 +239,10 @@ TEST_P(PrefillDotsPerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsT
 // other bits for the LSE (Q·Kᵀ's sums in another order) and, with the same scores, for the output
 // (P·V's), and the same when forbidden.
 TEST(PrefillBf16Dots, TakenWhereTheCpuHasThemAndNotWhenForbidden) {
-  if (!detail::bf16_dots_supported() || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0)
-    GTEST_SKIP() << "the kernels take no bf16 dot products here (" << detail::kernel_isa() << ")";
+  if (!bf16_dots_run_here()) GTEST_SKIP() << "the kernels take no bf16 dot products here (" << detail::kernel_isa() << ")";
   const TestCall call = build_call(prefill(8, 2, 64, 300), 21);
-  auto run_with = [&](bool dots) {
-    detail::allow_bf16_dots(dots);
-    Outputs out;
-    EXPECT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
-    detail::allow_bf16_dots(true);
-    return out;
-  };
-  EXPECT_NE(run_with(true).softmax_lse.bytes, run_with(false).softmax_lse.bytes);
-  EXPECT_EQ(run_with(false).softmax_lse.bytes, run_with(false).softmax_lse.bytes);
+  EXPECT_NE(run_with_bf16_dots(call.args, true).softmax_lse.bytes, run_with_bf16_dots(call.args, false).softmax_lse.bytes);
+  EXPECT_EQ(run_with_bf16_dots(call.args, false).softmax_lse.bytes, run_with_bf16_dots(call.args, false).softmax_lse.bytes);
   // A query of one nonzero dim: every score is one exact product, the same bits both ways, so
   // the outputs differ by P·V's sums alone.
   detail::Problem p;
@@ -257,7 +251,7 @@ TEST(PrefillBf16Dots, TakenWhereTheCpuHasThemAndNotWhenForbidden) {
     for (std::int64_t n = 0; n < p.num_heads; ++n)
       for (std::int64_t i = 0; i < p.act_q[b]; ++i)
         for (std::int64_t d = 1; d < p.qk_dim; ++d) set_stored_value(p.query.base, p.dtype, p.query.offset(b, n, i) + d, 0.0f);
-  const Outputs dots = run_with(true), fp32 = run_with(false);
+  const Outputs dots = run_with_bf16_dots(call.args, true), fp32 = run_with_bf16_dots(call.args, false);
   EXPECT_EQ(dots.softmax_lse.bytes, fp32.softmax_lse.bytes);
   EXPECT_NE(dots.attention_out.bytes, fp32.attention_out.bytes);
 }

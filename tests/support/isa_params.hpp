@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
+#include "support/run_helpers.hpp"
 
 namespace fia::test {
 
@@ -23,6 +25,22 @@ inline std::vector<std::string> isa_params() {
     for (const std::string& isa : detail::available_isas())
       if (isa.rfind("AVX3", 0) == 0) v.push_back(isa + kFp32Products);
   return v;
+}
+
+/// True when the kernels take bf16 dot products here: the CPU has them, they are allowed, and the
+/// dispatched instruction set is an AVX-512 one.
+inline bool bf16_dots_run_here() {
+  return detail::bf16_dots_enabled() && std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
+}
+
+/// The outputs of `args` on the cpu backend (2 workers) with bf16 dot products allowed or
+/// forbidden (allowed again afterwards).
+inline Outputs run_with_bf16_dots(const FiaArgs& args, bool dots) {
+  detail::allow_bf16_dots(dots);
+  Outputs out;
+  EXPECT_TRUE(run_call(args, Backend::kCpu, 2, &out).ok());
+  detail::allow_bf16_dots(true);
+  return out;
 }
 
 /// A test over isa_params(): forces the instruction set (and forbids bf16 dot products for a
