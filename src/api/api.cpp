@@ -208,7 +208,7 @@ void run_reference(const Problem& p, MutableTensorView& out, MutableTensorView& 
 
 void run_cpu(const PlanState& s, MutableTensorView& out, MutableTensorView& lse, void* workspace) {
   const Problem& p = s.problem;
-  fill(out, p.out_shape, 0.0);
+  if (!s.cpu.writes_every_row) fill(out, p.out_shape, 0.0);  // the rows no item computes (7.6)
   if (p.lse) fill(lse, p.lse_shape, std::numeric_limits<double>::infinity());
   detail::OutputRows dst{p.out_index(out), p.lse ? p.lse_index(lse) : detail::RowIndex{}};
   detail::cpu_run(p, s.cpu, dst, workspace, s.threads);

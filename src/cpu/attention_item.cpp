@@ -163,6 +163,7 @@ float row_norm(const Problem& p, std::int64_t n, float m, float l, float* lse) {
 void write_output_row(const Problem& p, std::int64_t n, const float* src, void* orow) {
   if (!p.post_quant.on) {
     if (src) store_row(src, p.v_dim, p.out_dtype, orow);
+    else std::memset(orow, 0, static_cast<std::size_t>(p.v_dim) * dtype_size(p.out_dtype));
     return;
   }
   const std::vector<float> zeros(src ? 0 : static_cast<std::size_t>(p.v_dim), 0.0f);

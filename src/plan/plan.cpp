@@ -38,6 +38,21 @@ std::int64_t widened_kv_columns(const Problem& p, const CpuPlan& plan, const Pla
   const std::int64_t cols = std::min(span, most);
   return shared && cols >= std::min(span, kTileCols) ? cols : 0;
 }
+
+/// True when the items and split groups of `plan` write every row of attention_out. Each writes
+/// every row it covers, fully masked ones included (item_finalize, fq::write_item_row), and no
+/// two cover the same row, so they cover every row exactly when their rows add up to the output's.
+bool writes_every_row(const Problem& p, const CpuPlan& plan) {
+  std::int64_t out_elements = 1;
+  for (const std::int64_t d : p.out_shape) out_elements *= d;
+  if (out_elements == 0) return true;
+  std::int64_t rows = 0;
+  for (const WorkItem& it : plan.items) rows += packed_rows(it);
+  for (const SplitGroup& g : plan.splits) rows += packed_rows(g.item);
+  return rows * p.v_dim == out_elements;
+}
+
+CpuPlan attention_plan(const Problem& p, int threads, const PlanLimits& lim);
 }  // namespace
 
 void visible_columns(const Problem& p, std::int64_t b, std::int64_t row_begin, std::int64_t row_end,
@@ -47,8 +62,16 @@ void visible_columns(const Problem& p, std::int64_t b, std::int64_t row_begin, s
 }
 
 CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
-  if (p.full_quant.on) return make_full_quant_plan(p, threads);  // FIA-SPEC 13.1
-  if (p.mla_full_quant.on) return make_mla_full_quant_plan(p, threads);  // FIA-SPEC 13.3
+  CpuPlan plan = p.full_quant.on       ? make_full_quant_plan(p, threads)      // FIA-SPEC 13.1
+                 : p.mla_full_quant.on ? make_mla_full_quant_plan(p, threads)  // FIA-SPEC 13.3
+                                       : attention_plan(p, threads, lim);
+  plan.writes_every_row = writes_every_row(p, plan);
+  return plan;
+}
+
+namespace {
+/// The schedule of every call but the full-quant ones: make_cpu_plan.
+CpuPlan attention_plan(const Problem& p, int threads, const PlanLimits& lim) {
   CpuPlan plan;
   plan.kernels = select_item_kernels(p);
   plan.threads = std::max(threads, 1);
@@ -204,5 +227,6 @@ CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
   plan.workspace_bytes = any ? (plan.floats_per_thread * plan.threads + plan.wave_floats) * sizeof(float) + 64 : 0;
   return plan;
 }
+}  // namespace
 
 }  // namespace fia::detail
