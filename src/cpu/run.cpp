@@ -324,6 +324,7 @@ void cpu_run(const Problem& p, const CpuPlan& plan, const OutputRows& dst, void*
       if (w + 1 < n_items) prefetch_query_rows(p, plan.items[w + 1]);
       const ScoreView sv = score_view(it, s.scores, it.col_end - it.col_begin);
       item_scores(p, plan, it, s.tiles, sv, s.m);
+      prefetch_output_rows(p, it, dst);
       apply_softmax_max(p, it, s.m);
       item_accumulate(p, plan, it, s.tiles, sv, row_stats(p, it, s), s.l, s.acc);
       item_finalize(p, it, s.m, s.l, s.acc, dst);
