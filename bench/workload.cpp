@@ -196,10 +196,9 @@ namespace {
 /// The shares of the cells (packed rows x columns of the items) of `p` whose Q·Kᵀ and whose P·V
 /// the kernels run as bf16 dot products (cpu/bf16_dots-inl.h), as a plan made now would, on an
 /// AVX-512 instruction set: Q·Kᵀ of in-place and other wide items (detail::bf16_key_dots,
-/// bf16_wide_key_dots), P·V of those items where P is E rounded to bf16 (bf16_value_dots), but not
-/// that of wide items with pse or a mask other than a tree mask, whose tiles all take fp32 products
-/// (the tiles across a band's edge or with a subnormal P do too, and count here as dot products:
-/// a few per item). Narrow (decode) items take none.
+/// bf16_wide_key_dots), and P·V of those items where P is E rounded to bf16 (bf16_value_dots; the
+/// few products they take in fp32, of non-finite V rows and subnormal P, count as dot products).
+/// Narrow (decode) items take none.
 struct DotShares {
   double keys = 0.0, values = 0.0;
 };
@@ -216,8 +215,7 @@ DotShares dot_shares(detail::Problem p) {
     const bool in_place = detail::runs_in_place(plan, it);
     if (in_place || (detail::is_wide(it) && detail::bf16_wide_key_dots(p))) {
       d.keys += cells;
-      const bool checked_tiles = p.has_pse || (p.has_mask && !p.tree_mask);
-      if (detail::bf16_value_dots(p) && (in_place || !checked_tiles)) d.values += cells;
+      if (detail::bf16_value_dots(p)) d.values += cells;
     }
   };
   for (const detail::WorkItem& it : plan.items) add(it);

@@ -136,7 +136,7 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
   }
   if (!pairs) return wide_scores<QSrc, Src>(p, tile, it, s, sv, m);
   std::fill(m, m + Rp, kNegInf);
-  hold_columns<Src>(p, it, s.kv, false);  // V for the tiles of phase B that take fp32 products
+  if (!bf16_value_dots(p)) hold_columns<Src>(p, it, s.kv, false);  // V for phase B's fp32 products
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
@@ -215,6 +215,58 @@ HWY_INLINE bool no_subnormal_p(const float* st, std::int64_t cs, std::int64_t nc
   return bad == 0;
 }
 
+/// True when the bf16 half (`high` or low) of some word of vp[0:vd) is not finite.
+HWY_INLINE bool half_not_finite(const std::uint32_t* vp, std::int64_t vd, bool high) {
+  const __m512i exponent = _mm512_set1_epi32(high ? static_cast<int>(0x7F800000u) : 0x7F80);
+  __mmask16 bad = 0;
+  for (std::int64_t d = 0; d < vd; d += 16) {
+    const auto words = static_cast<__mmask16>(vd - d >= 16 ? 0xFFFF : (1u << (vd - d)) - 1);
+    const __m512i x = _mm512_maskz_loadu_epi32(words, vp + d);
+    bad |= _mm512_mask_cmpeq_epi32_mask(words, _mm512_and_si512(x, exponent), exponent);
+  }
+  return bad != 0;
+}
+
+/// acc_t[d * Rp + r] += w[r] * V[d] in fp32 for the rows r whose weight w[r] passes `take`, V the
+/// bf16 half (`high` or low) of the words vp[0:vd) (an interleaved pair of V rows).
+template <class Take>
+HWY_INLINE void add_half_in_fp32(const float* w, std::int64_t Rp, const std::uint32_t* vp, bool high, std::int64_t vd,
+                                 float* acc_t, Take take) {
+  for (std::int64_t r = 0; r < Rp; ++r) {
+    if (!take(w[r])) continue;
+    for (std::int64_t d = 0; d < vd; ++d) {
+      const std::uint32_t bits = high ? vp[d] & 0xFFFF0000u : vp[d] << 16;
+      float v;
+      std::memcpy(&v, &bits, sizeof v);
+      acc_t[d * Rp + r] += w[r] * v;
+    }
+  }
+}
+
+/// The products a tile's dot products must not take, in fp32 instead (P column-major at st,
+/// stride cs; vi the interleaved V pairs; acc_t vd x Rp):
+///   - `checked` (a row may exclude a key of the tile: a band's edge, masks, pse): a V row that
+///     is not finite is added to the rows that weight it (P != 0) and zeroed in vi, so that the
+///     rows that exclude it (P = 0) never form 0 * inf or 0 * NaN, and their bits do not depend
+///     on its values (25.1 #24);
+///   - a subnormal P, which the instruction reads as 0: its product, for its row alone.
+/// Which products go which way depends only on the weights and values a row takes.
+HWY_INLINE void products_in_fp32(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp, bool checked,
+                                 std::uint32_t* vi, std::int64_t vd, float* acc_t) {
+  if (checked)
+    for (std::int64_t c = 0; c < nc; ++c) {
+      std::uint32_t* vp = vi + c / 2 * vd;
+      const bool high = c % 2 == 1;
+      if (!half_not_finite(vp, vd, high)) continue;
+      add_half_in_fp32(st + c * cs, Rp, vp, high, vd, acc_t, [](float w) { return w != 0.0f; });
+      for (std::int64_t d = 0; d < vd; ++d) vp[d] &= high ? 0x0000FFFFu : 0xFFFF0000u;
+    }
+  if (no_subnormal_p(st, cs, nc, Rp)) return;
+  for (std::int64_t c = 0; c < nc; ++c)
+    add_half_in_fp32(st + c * cs, Rp, vi + c / 2 * vd, c % 2 == 1, vd, acc_t,
+                     [](float w) { return w != 0.0f && std::fpclassify(w) == FP_SUBNORMAL; });
+}
+
 /// Packs a P tile (bf16 values held as f32) into pairs of columns in place: column k becomes the
 /// bf16 pairs (column 2k, column 2k + 1) of its rows, column 2k in the low half (0 past nc).
 HWY_INLINE void pack_p_pairs(float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp) {
@@ -229,10 +281,10 @@ HWY_INLINE void pack_p_pairs(float* st, std::int64_t cs, std::int64_t nc, std::i
 
 /// Phase B of a wide item over bf16 V rows where P is E rounded to bf16 (bf16_value_dots): P·V as
 /// bf16 dot products of token pairs, the P tile packed into pairs of columns in place and the V
-/// rows interleaved into pairs (in the V tile buffer), tile by tile, where every row sees every
-/// key of the tile and no P is subnormal; other tiles (a band's edge, masks, pse) take pv_tile.
-template <class Src>
-void wide_pair_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s,
+/// rows interleaved into pairs (in the V tile buffer), tile by tile; the products the dot products
+/// must not take (non-finite V rows in tiles where a row may exclude a key, subnormal P) are added
+/// in fp32 first (products_in_fp32).
+inline void wide_pair_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s,
                           ScoreView sv, const RowStats& rs, float* l, float* acc) {
   const DF df;
   const std::int64_t Rp = padded_rows(it), vd = p.v_dim;
@@ -244,14 +296,12 @@ void wide_pair_accumulate(const Problem& p, const TileShape& tile, const WorkIte
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0), cs = sv.col_stride;
     float* st = sv.base + (c0 - it.col_begin) * cs;
     exp_tile(df, p, st, cs, nc, Rp, rs.max, l);
-    if (tile_fully_visible(p, it, c0, nc) && !p.has_pse && no_subnormal_p(st, cs, nc, Rp)) {
-      interleave_values(p, it, c0, nc, vi, pending);
-      pack_p_pairs(st, cs, nc, Rp);
-      const PairColumns parts[2] = {{reinterpret_cast<const char*>(vi), 4, 4 * vd, (nc + 1) / 2, 0}, {}};
-      pair_panel(df, reinterpret_cast<const std::uint32_t*>(st), cs, Rp, parts, vd, s.acc_t, Rp, 1.0f, true);
-    } else {
-      pv_tile<Src>(df, p, it, s, st, cs, c0, nc);
-    }
+    interleave_values(p, it, c0, nc, vi, pending);
+    const bool checked = !tile_fully_visible(p, it, c0, nc) || p.has_pse;
+    products_in_fp32(st, cs, nc, Rp, checked, vi, vd, s.acc_t);
+    pack_p_pairs(st, cs, nc, Rp);
+    const PairColumns parts[2] = {{reinterpret_cast<const char*>(vi), 4, 4 * vd, (nc + 1) / 2, 0}, {}};
+    pair_panel(df, reinterpret_cast<const std::uint32_t*>(st), cs, Rp, parts, vd, s.acc_t, Rp, 1.0f, true);
   }
   finish_accumulators(df, p, it, s, rs.max, l, acc);
 }

@@ -69,6 +69,28 @@ TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheBf16DotProductPeak) {
   EXPECT_DOUBLE_EQ(w.dot_flops_per_call, bf16_dots_run_here() ? w.flops_per_call / 2 : 0.0);
 }
 
+// Where a row may exclude keys (a full mask, pse), bf16 prefill still takes the dot products for
+// both products, P being E rounded to bf16: all its FLOPs count against the dot-product peak.
+TEST(BenchRoofline, MaskedBf16PrefillJudgesBothProductsAgainstTheBf16DotProductPeak) {
+  const std::string file = testing::TempDir() + "masked_shapes.json";
+  {
+    std::ofstream f(file);
+    f << R"({"shapes": [
+      {"name": "M", "what": "full mask", "params": {"num_heads": 8, "num_key_value_heads": 2, "input_layout": "BSND", "scale": 0.1},
+       "tensors": {"query": ["BF16", [1, 64, 8, 64]], "key": ["BF16", [1, 300, 2, 64]], "value": ["BF16", [1, 300, 2, 64]],
+                   "atten_mask": ["BOOL", [1, 1, 64, 300]]}},
+      {"name": "B", "what": "pse", "params": {"num_heads": 8, "num_key_value_heads": 2, "input_layout": "BSND", "scale": 0.1},
+       "tensors": {"query": ["BF16", [1, 64, 8, 64]], "key": ["BF16", [1, 300, 2, 64]], "value": ["BF16", [1, 300, 2, 64]],
+                   "pse_shift": ["BF16", [1, 8, 64, 300]]}}]})";
+  }
+  const auto loaded = bench::load_shapes(file, {});
+  ASSERT_EQ(loaded.size(), 2u);
+  for (const bench::Workload& w : loaded) {
+    ASSERT_TRUE(w.error.empty()) << w.name << ": " << w.error;
+    EXPECT_DOUBLE_EQ(w.dot_flops_per_call, bf16_dots_run_here() ? w.flops_per_call : 0.0) << w.name;
+  }
+}
+
 // Items of each kind count by their cells: 16 heads of one query row over bf16 rows run in place
 // (both products on dot products, P rounded to bf16), 4 query rows of 16 heads make a wide item
 // of 64 rows (both products too), and narrow items (decode of 4 heads over a KV head of their

@@ -6,7 +6,7 @@
 // edge, odd keys count and first key (token pairs), with rope dims, masks, pse and sinks; paged,
 // NZ and contiguous caches and any thread count give the same bits; a query whose products the
 // dot products would drop keeps the fp32 ones, also beside items of the same KV head that take
-// them, and a subnormal P keeps its tile on fp32 products.
+// them; a subnormal P, and a non-finite V row where some row excludes its key, take fp32 products.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -117,47 +117,69 @@ TEST_P(PrefillDotsPerIsa, PairsOfKeysAcrossPagedBlocksMatchTheReference) {
   }
 }
 
-// Causal prefill: key 140 is visible to query rows 140 and on only, and its tile (keys 128-143
-// for the item of rows 128-143) crosses the diagonal. A NaN, inf or huge value in its V row
-// reaches exactly the rows that see the key; the others keep their bits (25.1 #24): the tile's
-// P·V takes the fp32 products whatever its V values (the dot products on finite values and fp32
-// on the others would sum the tile's other keys in two orders). Their LSE keeps its bits too: a row whose P·V went non-finite would be recomputed in float64 (docs/numerics.md,
+// A key that some rows exclude: key 140 of a prefill of 150 rows, excluded by rows 0-139 of a
+// causal prefill (its tile, keys 128-143 for the item of rows 128-143, crosses the diagonal), by
+// the even rows through a full mask, or through a pse of -inf. A NaN, inf or huge value in its V
+// row reaches exactly the rows that see the key; the others keep their bits (25.1 #24): the tile
+// takes the dot products whatever its V values, the non-finite V row added in fp32 to the rows
+// that weight it and left out of the dot products (products_in_fp32). Their LSE keeps its bits
+// too: a row whose P·V went non-finite would be recomputed in float64 (docs/numerics.md,
 // "Overflow"), which gives the output within tolerance but the LSE rounded once from float64.
 TEST_P(PrefillDotsPerIsa, AKeySomeRowsExcludeNeverReachesThemThroughItsValues) {
-  CallSpec spec = prefill(8, 2, 150, 150);
-  spec.batch = 1;
-  spec.act_kv.reset();
-  spec.sparse_mode = 3;
-  spec.mask = MaskKind::kCompressed;
-  TestCall call = build_call(spec, 9);
-  Outputs clean;
-  ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &clean).ok());
-  detail::Problem p;
-  ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
-  const std::int64_t key = 140, d = spec.qk_dim;
-  for (const float poison : {std::nanf(""), INFINITY, 6.0e4f}) {
-    for (std::int64_t h = 0; h < p.num_kv_heads; ++h) set_stored_value(p.locate(0, h, key).value, p.kv_dtype, 7, poison);
-    Outputs out;
-    ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
-    const auto* a = reinterpret_cast<const std::uint16_t*>(clean.attention_out.bytes.data());
-    const auto* b = reinterpret_cast<const std::uint16_t*>(out.attention_out.bytes.data());
-    const auto* lse_a = reinterpret_cast<const std::uint32_t*>(clean.softmax_lse.bytes.data());
-    const auto* lse_b = reinterpret_cast<const std::uint32_t*>(out.softmax_lse.bytes.data());
-    ASSERT_EQ(out.softmax_lse.bytes.size(), static_cast<std::size_t>(spec.num_heads * spec.q_seq * 4));
-    for (std::int64_t i = 0; i < spec.q_seq; ++i)
-      for (std::int64_t n = 0; n < spec.num_heads; ++n) {
-        if (i < key) {
-          ASSERT_EQ(lse_a[n * spec.q_seq + i], lse_b[n * spec.q_seq + i]) << "poison " << poison << " row " << i << " head " << n;
-        }
-        const std::int64_t row = (i * spec.num_heads + n) * d;  // BSND
-        for (std::int64_t x = 0; x < d; ++x) {
-          if (i < key) {
-            ASSERT_EQ(a[row + x], b[row + x]) << "poison " << poison << " row " << i << " head " << n << " element " << x;
-          } else if (x == 7 && poison != 6.0e4f) {
-            EXPECT_FALSE(std::isfinite(bf16_to_f32(b[row + x]))) << "poison " << poison << " row " << i << " head " << n;
+  const std::int64_t key = 140;
+  for (const char* kind : {"causal", "full mask", "pse"}) {
+    CallSpec spec = prefill(8, 2, 150, 150);
+    spec.batch = 1;
+    spec.act_kv.reset();
+    const std::string k = kind;
+    if (k == "causal") {
+      spec.sparse_mode = 3;
+      spec.mask = MaskKind::kCompressed;
+    } else if (k == "full mask") {
+      spec.mask = MaskKind::kFull;
+      spec.mask_rank = 2;
+      spec.mask_density = 0.0;
+    } else {
+      spec.pse = true;
+    }
+    auto excluded = [&](std::int64_t i) { return k == "causal" ? i < key : i % 2 == 0; };
+    TestCall call = build_call(spec, 9);
+    for (std::int64_t i = 0; i < spec.q_seq; ++i) {
+      if (!excluded(i)) continue;
+      if (k == "full mask") const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(call.args.atten_mask.data))[i * spec.kv_seq + key] = 1;
+      if (k == "pse")
+        for (std::int64_t n = 0; n < spec.num_heads; ++n)
+          set_stored_value(call.args.pse_shift.data, DType::BF16, (n * spec.q_seq + i) * spec.kv_seq + key, -INFINITY);
+    }
+    Outputs clean;
+    ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &clean).ok());
+    detail::Problem p;
+    ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+    const std::int64_t d = spec.qk_dim;
+    for (const float poison : {std::nanf(""), INFINITY, 6.0e4f}) {
+      for (std::int64_t h = 0; h < p.num_kv_heads; ++h) set_stored_value(p.locate(0, h, key).value, p.kv_dtype, 7, poison);
+      Outputs out;
+      ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
+      const auto* a = reinterpret_cast<const std::uint16_t*>(clean.attention_out.bytes.data());
+      const auto* b = reinterpret_cast<const std::uint16_t*>(out.attention_out.bytes.data());
+      const auto* lse_a = reinterpret_cast<const std::uint32_t*>(clean.softmax_lse.bytes.data());
+      const auto* lse_b = reinterpret_cast<const std::uint32_t*>(out.softmax_lse.bytes.data());
+      ASSERT_EQ(out.softmax_lse.bytes.size(), static_cast<std::size_t>(spec.num_heads * spec.q_seq * 4));
+      for (std::int64_t i = 0; i < spec.q_seq; ++i)
+        for (std::int64_t n = 0; n < spec.num_heads; ++n) {
+          if (excluded(i)) {
+            ASSERT_EQ(lse_a[n * spec.q_seq + i], lse_b[n * spec.q_seq + i]) << kind << " poison " << poison << " row " << i << " head " << n;
+          }
+          const std::int64_t row = (i * spec.num_heads + n) * d;  // BSND
+          for (std::int64_t x = 0; x < d; ++x) {
+            if (excluded(i)) {
+              ASSERT_EQ(a[row + x], b[row + x]) << kind << " poison " << poison << " row " << i << " head " << n << " element " << x;
+            } else if (x == 7 && poison != 6.0e4f) {
+              EXPECT_FALSE(std::isfinite(bf16_to_f32(b[row + x]))) << kind << " poison " << poison << " row " << i << " head " << n;
+            }
           }
         }
-      }
+    }
   }
 }
 
@@ -222,17 +244,25 @@ TEST_P(PrefillDotsPerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference
   }
 }
 
-// P·V by bf16 dot products reads a subnormal P as 0, so a tile with one takes the fp32 products
-// (plant_subnormal_weight: key 7's E about 2^-128 against a V row of 2^126).
+// P·V by bf16 dot products reads a subnormal P as 0, so its products are added in fp32
+// (plant_subnormal_weight: key 7's E about 2^-128 against a V row of 2^126), in a tile every row
+// sees whole and in one across a causal band's edge.
 TEST_P(PrefillDotsPerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsThem) {
-  CallSpec spec = prefill(4, 1, 16, 40);
-  spec.batch = 1;
-  spec.act_kv.reset();
-  TestCall call = build_call(spec, 23);
-  detail::Problem p;
-  ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
-  plant_subnormal_weight(p, 7);
-  expect_cpu_matches_reference(call.args, spec.lse, "subnormal P against V of 2^126", 2, isa());
+  for (const bool causal : {false, true}) {
+    CallSpec spec = prefill(4, 1, 16, 40);
+    spec.batch = 1;
+    spec.act_kv.reset();
+    if (causal) {
+      spec.sparse_mode = 3;
+      spec.mask = MaskKind::kCompressed;
+    }
+    TestCall call = build_call(spec, 23);
+    detail::Problem p;
+    ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+    plant_subnormal_weight(p, 7);
+    expect_cpu_matches_reference(call.args, spec.lse, causal ? "causal, subnormal P against V of 2^126"
+                                                              : "subnormal P against V of 2^126", 2, isa());
+  }
 }
 
 // Where the CPU has bf16 dot products, bf16 prefill takes them unless forbidden: the two ways give
