@@ -55,7 +55,10 @@ ItemKernels kernels_for(const Problem& p) {
   if constexpr (std::is_same_v<QSrc, BF16Src> && std::is_same_v<KvSrc, BF16Src>)
     if (bf16_wide_key_dots(p)) {
       k.wide_scores = &wide_pair_scores<QSrc, KvSrc>;
-      if (bf16_value_dots(p)) k.wide_accumulate = &wide_pair_accumulate;
+      if (bf16_value_dots(p)) {
+        k.wide_accumulate = &wide_pair_accumulate;
+        k.wide_reads_kv_in_place = true;
+      }
     }
 #endif
 #ifdef FIA_INPLACE_WIDE

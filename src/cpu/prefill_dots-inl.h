@@ -215,16 +215,18 @@ HWY_INLINE bool no_subnormal_p(const float* st, std::int64_t cs, std::int64_t nc
   return bad == 0;
 }
 
-/// True when the bf16 half (`high` or low) of some word of vp[0:vd) is not finite.
-HWY_INLINE bool half_not_finite(const std::uint32_t* vp, std::int64_t vd, bool high) {
-  const __m512i exponent = _mm512_set1_epi32(high ? static_cast<int>(0x7F800000u) : 0x7F80);
-  __mmask16 bad = 0;
+/// Which bf16 halves of the words vp[0:vd) (an interleaved pair of V rows) hold a value that is
+/// not finite somewhere: bit 0 the low halves, bit 1 the high ones.
+HWY_INLINE unsigned non_finite_halves(const std::uint32_t* vp, std::int64_t vd) {
+  const __m512i lo = _mm512_set1_epi32(0x7F80), hi = _mm512_set1_epi32(static_cast<int>(0x7F800000u));
+  __mmask16 bad_lo = 0, bad_hi = 0;
   for (std::int64_t d = 0; d < vd; d += 16) {
     const auto words = static_cast<__mmask16>(vd - d >= 16 ? 0xFFFF : (1u << (vd - d)) - 1);
     const __m512i x = _mm512_maskz_loadu_epi32(words, vp + d);
-    bad |= _mm512_mask_cmpeq_epi32_mask(words, _mm512_and_si512(x, exponent), exponent);
+    bad_lo |= _mm512_mask_cmpeq_epi32_mask(words, _mm512_and_si512(x, lo), lo);
+    bad_hi |= _mm512_mask_cmpeq_epi32_mask(words, _mm512_and_si512(x, hi), hi);
   }
-  return bad != 0;
+  return (bad_lo != 0 ? 1u : 0u) | (bad_hi != 0 ? 2u : 0u);
 }
 
 /// acc_t[d * Rp + r] += w[r] * V[d] in fp32 for the rows r whose weight w[r] passes `take`, V the
@@ -250,16 +252,20 @@ HWY_INLINE void add_half_in_fp32(const float* w, std::int64_t Rp, const std::uin
 ///     rows that exclude it (P = 0) never form 0 * inf or 0 * NaN, and their bits do not depend
 ///     on its values (25.1 #24);
 ///   - a subnormal P, which the instruction reads as 0: its product, for its row alone.
-/// Which products go which way depends only on the weights and values a row takes.
+/// A row's products go one way or the other by its own weights and the values of the keys it
+/// weights alone (as in pv_tile, whether a tile is checked follows from the item's rows and
+/// columns, not from any data).
 HWY_INLINE void products_in_fp32(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp, bool checked,
                                  std::uint32_t* vi, std::int64_t vd, float* acc_t) {
   if (checked)
-    for (std::int64_t c = 0; c < nc; ++c) {
-      std::uint32_t* vp = vi + c / 2 * vd;
-      const bool high = c % 2 == 1;
-      if (!half_not_finite(vp, vd, high)) continue;
-      add_half_in_fp32(st + c * cs, Rp, vp, high, vd, acc_t, [](float w) { return w != 0.0f; });
-      for (std::int64_t d = 0; d < vd; ++d) vp[d] &= high ? 0x0000FFFFu : 0xFFFF0000u;
+    for (std::int64_t k = 0; 2 * k < nc; ++k) {
+      std::uint32_t* vp = vi + k * vd;
+      const unsigned bad = non_finite_halves(vp, vd);
+      for (const bool high : {false, true}) {
+        if ((bad & (high ? 2u : 1u)) == 0) continue;
+        add_half_in_fp32(st + (2 * k + high) * cs, Rp, vp, high, vd, acc_t, [](float w) { return w != 0.0f; });
+        for (std::int64_t d = 0; d < vd; ++d) vp[d] &= high ? 0x0000FFFFu : 0xFFFF0000u;
+      }
     }
   if (no_subnormal_p(st, cs, nc, Rp)) return;
   for (std::int64_t c = 0; c < nc; ++c)

@@ -21,9 +21,11 @@ constexpr std::int64_t kNarrowMaxRows = 64;   // packed rows of a narrow item sp
 std::size_t round16(std::int64_t n) { return static_cast<std::size_t>((n + 15) / 16 * 16); }
 
 /// Columns of each worker's WidenedKv: none unless some KV head has two self-contained wide items
-/// on the tiled kernels (the row blocks of a prefill), else as many as the widest of them spans,
-/// within lim.widened_kv_bytes, and at least a tile.
+/// on the tiled kernels (the row blocks of a prefill) and those read widened columns (not when
+/// bf16 dot products read K and V where they are stored), else as many as the widest of them
+/// spans, within lim.widened_kv_bytes, and at least a tile.
 std::int64_t widened_kv_columns(const Problem& p, const CpuPlan& plan, const PlanLimits& lim) {
+  if (plan.kernels.wide_reads_kv_in_place) return 0;
   const std::int64_t per_column = (p.qk_dim + p.rope_dim + v_tile_stride(p.v_dim)) * std::int64_t{sizeof(float)};
   const std::int64_t most = lim.widened_kv_bytes / per_column;
   std::int64_t span = 0;

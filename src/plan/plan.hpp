@@ -122,6 +122,9 @@ struct ItemKernels {
                               const RowStats&, float*, float*);
   Scores narrow_scores = nullptr, wide_scores = nullptr, inplace_scores = nullptr;
   Accumulate narrow_accumulate = nullptr, wide_accumulate = nullptr, inplace_accumulate = nullptr;
+  /// The wide kernels read K and V where they are stored (bf16 dot products for both products,
+  /// cpu/prefill_dots-inl.h): a worker's WidenedKv would hold nothing for them.
+  bool wide_reads_kv_in_place = false;
 };
 
 /// The item kernels for `p` on the best instruction set allowed now (FIA_ISA, force_isa).

@@ -116,6 +116,9 @@ std::vector<Case> cases() {
   fq.spec = base();
   fq.int8_out = true;
   add_full_quant("full_quant", fq, true);
+  FullQuantSpec fq16;  // int8 full quantization, fp16 output, rows 0-4 without keys in an item
+  fq16.spec = some_rows;
+  add_full_quant("full_quant_rows_without_keys_in_an_item", fq16, true);
   fq.spec.q_seq = 1;
   fq.spec.act_kv = std::vector<std::int64_t>{40, 0};
   add_full_quant("full_quant_decode_without_keys", fq, false);
@@ -147,7 +150,7 @@ TEST(UnwrittenRows, RowsWithoutKeysAreZeroWithAnInfiniteLse) {
   s.act_kv = std::vector<std::int64_t>{40, 0};
   const TestCall call = build_call(s, 3);
   const Outputs o = run_into_poisoned(call.args);
-  const std::int64_t row = s.num_heads * 16;  // BSND: batch 1 starts after batch 0's 40 rows
+  const std::int64_t row = s.num_heads * s.qk_dim;  // BSND: batch 1 starts after batch 0's 40 rows
   const auto* out = reinterpret_cast<const std::uint16_t*>(o.attention_out.bytes.data());
   const auto* lse = reinterpret_cast<const float*>(o.softmax_lse.bytes.data());
   const std::int64_t per_batch = s.q_seq * row;

@@ -117,70 +117,86 @@ TEST_P(PrefillDotsPerIsa, PairsOfKeysAcrossPagedBlocksMatchTheReference) {
   }
 }
 
-// A key that some rows exclude: key 140 of a prefill of 150 rows, excluded by rows 0-139 of a
-// causal prefill (its tile, keys 128-143 for the item of rows 128-143, crosses the diagonal), by
-// the even rows through a full mask, or through a pse of -inf. A NaN, inf or huge value in its V
-// row reaches exactly the rows that see the key; the others keep their bits (25.1 #24): the tile
-// takes the dot products whatever its V values, the non-finite V row added in fp32 to the rows
-// that weight it and left out of the dot products (products_in_fp32). Their LSE keeps its bits
-// too: a row whose P·V went non-finite would be recomputed in float64 (docs/numerics.md,
-// "Overflow"), which gives the output within tolerance but the LSE rounded once from float64.
+// A key that some rows exclude: key 140 or 141 (the low or the high half of a token pair) of a
+// prefill of 150 rows, excluded by the rows before it in a causal prefill (its tile, keys 128-143
+// for the item of rows 128-143, crosses the diagonal), by the even rows through a full mask, or
+// through a pse of -inf. A NaN, inf or huge value in its V row (element 7, and the last of a V
+// row of 72, past the last whole vector of 16) reaches exactly the rows that see the key; the
+// others keep their bits (25.1 #24): the tile takes the dot products whatever its V values, the
+// non-finite V row added in fp32 to the rows that weight it and left out of the dot products
+// (products_in_fp32). Their LSE keeps its bits too: a row whose P·V went non-finite would be
+// recomputed in float64 (docs/numerics.md, "Overflow"), which gives the output within tolerance
+// but the LSE rounded once from float64.
 TEST_P(PrefillDotsPerIsa, AKeySomeRowsExcludeNeverReachesThemThroughItsValues) {
-  const std::int64_t key = 140;
-  for (const char* kind : {"causal", "full mask", "pse"}) {
-    CallSpec spec = prefill(8, 2, 150, 150);
-    spec.batch = 1;
-    spec.act_kv.reset();
-    const std::string k = kind;
-    if (k == "causal") {
-      spec.sparse_mode = 3;
-      spec.mask = MaskKind::kCompressed;
-    } else if (k == "full mask") {
-      spec.mask = MaskKind::kFull;
-      spec.mask_rank = 2;
-      spec.mask_density = 0.0;
-    } else {
-      spec.pse = true;
-    }
-    auto excluded = [&](std::int64_t i) { return k == "causal" ? i < key : i % 2 == 0; };
-    TestCall call = build_call(spec, 9);
-    for (std::int64_t i = 0; i < spec.q_seq; ++i) {
-      if (!excluded(i)) continue;
-      if (k == "full mask") const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(call.args.atten_mask.data))[i * spec.kv_seq + key] = 1;
-      if (k == "pse")
-        for (std::int64_t n = 0; n < spec.num_heads; ++n)
-          set_stored_value(call.args.pse_shift.data, DType::BF16, (n * spec.q_seq + i) * spec.kv_seq + key, -INFINITY);
-    }
-    Outputs clean;
-    ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &clean).ok());
-    detail::Problem p;
-    ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
-    const std::int64_t d = spec.qk_dim;
-    for (const float poison : {std::nanf(""), INFINITY, 6.0e4f}) {
-      for (std::int64_t h = 0; h < p.num_kv_heads; ++h) set_stored_value(p.locate(0, h, key).value, p.kv_dtype, 7, poison);
-      Outputs out;
-      ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
-      const auto* a = reinterpret_cast<const std::uint16_t*>(clean.attention_out.bytes.data());
-      const auto* b = reinterpret_cast<const std::uint16_t*>(out.attention_out.bytes.data());
-      const auto* lse_a = reinterpret_cast<const std::uint32_t*>(clean.softmax_lse.bytes.data());
-      const auto* lse_b = reinterpret_cast<const std::uint32_t*>(out.softmax_lse.bytes.data());
-      ASSERT_EQ(out.softmax_lse.bytes.size(), static_cast<std::size_t>(spec.num_heads * spec.q_seq * 4));
-      for (std::int64_t i = 0; i < spec.q_seq; ++i)
-        for (std::int64_t n = 0; n < spec.num_heads; ++n) {
-          if (excluded(i)) {
-            ASSERT_EQ(lse_a[n * spec.q_seq + i], lse_b[n * spec.q_seq + i]) << kind << " poison " << poison << " row " << i << " head " << n;
-          }
-          const std::int64_t row = (i * spec.num_heads + n) * d;  // BSND
-          for (std::int64_t x = 0; x < d; ++x) {
-            if (excluded(i)) {
-              ASSERT_EQ(a[row + x], b[row + x]) << kind << " poison " << poison << " row " << i << " head " << n << " element " << x;
-            } else if (x == 7 && poison != 6.0e4f) {
-              EXPECT_FALSE(std::isfinite(bf16_to_f32(b[row + x]))) << kind << " poison " << poison << " row " << i << " head " << n;
+  for (const std::int64_t key : {140, 141})
+    for (const char* kind : {"causal", "full mask", "pse"}) {
+      CallSpec spec = prefill(8, 2, 150, 150);
+      spec.batch = 1;
+      spec.act_kv.reset();
+      spec.v_dim = 72;
+      const std::string k = kind;
+      if (k == "causal") {
+        spec.sparse_mode = 3;
+        spec.mask = MaskKind::kCompressed;
+      } else if (k == "full mask") {
+        spec.mask = MaskKind::kFull;
+        spec.mask_rank = 2;
+        spec.mask_density = 0.0;
+      } else {
+        spec.pse = true;
+      }
+      auto excluded = [&](std::int64_t i) { return k == "causal" ? i < key : i % 2 == 0; };
+      TestCall call = build_call(spec, 9);
+      for (std::int64_t i = 0; i < spec.q_seq; ++i) {
+        if (!excluded(i)) continue;
+        if (k == "full mask")
+          const_cast<std::uint8_t*>(static_cast<const std::uint8_t*>(call.args.atten_mask.data))[i * spec.kv_seq + key] = 1;
+        if (k == "pse")
+          for (std::int64_t n = 0; n < spec.num_heads; ++n)
+            set_stored_value(call.args.pse_shift.data, DType::BF16, (n * spec.q_seq + i) * spec.kv_seq + key, -INFINITY);
+      }
+      Outputs clean;
+      ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &clean).ok());
+      detail::Problem p;
+      ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+      const std::int64_t vd = spec.v_dim;
+      auto set_value = [&](std::int64_t x, const std::vector<float>& per_head) {
+        for (std::int64_t h = 0; h < p.num_kv_heads; ++h) set_stored_value(p.locate(0, h, key).value, p.kv_dtype, x, per_head[h]);
+      };
+      for (const std::int64_t x0 : {std::int64_t{7}, vd - 1}) {  // one poisoned element at a time
+        std::vector<float> was;
+        for (std::int64_t h = 0; h < p.num_kv_heads; ++h)
+          was.push_back(bf16_to_f32(static_cast<const std::uint16_t*>(p.locate(0, h, key).value)[x0]));
+        for (const float poison : {std::nanf(""), INFINITY, 6.0e4f}) {
+          set_value(x0, std::vector<float>(was.size(), poison));
+          Outputs out;
+          ASSERT_TRUE(run_call(call.args, Backend::kCpu, 2, &out).ok());
+          const auto* a = reinterpret_cast<const std::uint16_t*>(clean.attention_out.bytes.data());
+          const auto* b = reinterpret_cast<const std::uint16_t*>(out.attention_out.bytes.data());
+          const auto* lse_a = reinterpret_cast<const std::uint32_t*>(clean.softmax_lse.bytes.data());
+          const auto* lse_b = reinterpret_cast<const std::uint32_t*>(out.softmax_lse.bytes.data());
+          ASSERT_EQ(out.softmax_lse.bytes.size(), static_cast<std::size_t>(spec.num_heads * spec.q_seq * 4));
+          for (std::int64_t i = 0; i < spec.q_seq; ++i)
+            for (std::int64_t n = 0; n < spec.num_heads; ++n) {
+              const std::string at = k + " key " + std::to_string(key) + " row " + std::to_string(i) + " head " +
+                                     std::to_string(n) + " element " + std::to_string(x0) + " poison " +
+                                     std::to_string(poison);
+              if (excluded(i)) {
+                ASSERT_EQ(lse_a[n * spec.q_seq + i], lse_b[n * spec.q_seq + i]) << at;
+              }
+              const std::int64_t row = (i * spec.num_heads + n) * vd;  // BSND
+              for (std::int64_t x = 0; x < vd; ++x) {
+                if (excluded(i)) {
+                  ASSERT_EQ(a[row + x], b[row + x]) << at << ": element " << x;
+                } else if (x == x0 && poison != 6.0e4f) {
+                  EXPECT_FALSE(std::isfinite(bf16_to_f32(b[row + x]))) << at;
+                }
+              }
             }
-          }
         }
+        set_value(x0, was);
+      }
     }
-  }
 }
 
 TEST_P(PrefillDotsPerIsa, PagedNzAndContiguousCachesGiveTheSameBits) {

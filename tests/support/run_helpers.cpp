@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "api/plan_state.hpp"
+#include "cpu/isa.hpp"
 #include "support/call_builder.hpp"
 #include "validate/build_problem.hpp"
 #include "validate/partial.hpp"
@@ -30,6 +31,7 @@ Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, i
   Outputs o;
   Status built = detail::build_problem(args, false, &state->problem);
   if (built.ok()) built = detail::apply_partial_options(options, &state->problem);
+  state->problem.bf16_dots = detail::bf16_dots_enabled();  // as plan() sets it
   EXPECT_TRUE(built.ok()) << built.to_string();
   if (!built.ok()) return o;
   state->backend = Backend::kCpu;
