@@ -136,7 +136,7 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
   }
   if (!pairs) return wide_scores<QSrc, Src>(p, tile, it, s, sv, m);
   std::fill(m, m + Rp, kNegInf);
-  if (!bf16_value_dots(p)) hold_columns<Src>(p, it, s.kv, false);  // V for phase B's fp32 products
+  hold_columns<Src>(p, it, s.kv, false);  // V for fp32 P·V (TND; no store where P·V takes the dot products)
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
@@ -291,7 +291,7 @@ HWY_INLINE void pack_p_pairs(float* st, std::int64_t cs, std::int64_t nc, std::i
 /// must not take (non-finite V rows in tiles where a row may exclude a key, subnormal P) are added
 /// in fp32 first (products_in_fp32).
 inline void wide_pair_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s,
-                          ScoreView sv, const RowStats& rs, float* l, float* acc) {
+                                 ScoreView sv, const RowStats& rs, float* l, float* acc) {
   const DF df;
   const std::int64_t Rp = padded_rows(it), vd = p.v_dim;
   auto* vi = reinterpret_cast<std::uint32_t*>(s.v);  // tile.cols / 2 pairs of vd, then one pending row
