@@ -79,19 +79,23 @@ HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
     __builtin_prefetch(reinterpret_cast<const void*>(a), 0, kLocality);
 }
 
+/// Prefetches into L2 every cache line of the first `elems` elements (`es` bytes each) of item
+/// it's rows in `rows` (rows of a query-shaped tensor: query, query_rope, attention_out).
+inline void prefetch_item_rows(const Problem& p, const WorkItem& it, const RowIndex& rows, std::size_t es,
+                               std::int64_t elems) {
+  for (std::int64_t r = 0; r < packed_rows(it); ++r) {
+    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+    prefetch_row(element_at(rows.base, rows.offset(it.b, n, i), es), elems * static_cast<std::int64_t>(es));
+  }
+}
+
 /// Prefetches into L2 every cache line of the query rows (and their rope parts) of item it. A
 /// worker mostly runs items one after another, so the next item's rows arrive while this one
 /// computes; otherwise each item waited on its query rows from memory (P3 on Zen 4: 0.976x the
 /// time on AVX-512, 0.967x on AVX2, 19 and 17 of 24 alternating pairs faster).
 inline void prefetch_query_rows(const Problem& p, const WorkItem& it) {
-  const std::size_t es = dtype_size(p.dtype);
-  for (std::int64_t r = 0; r < packed_rows(it); ++r) {
-    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
-    prefetch_row(element_at(p.query.base, p.query.offset(it.b, n, i), es), p.qk_dim * static_cast<std::int64_t>(es));
-    if (p.rope_dim > 0)
-      prefetch_row(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es),
-                   p.rope_dim * static_cast<std::int64_t>(es));
-  }
+  prefetch_item_rows(p, it, p.query, dtype_size(p.dtype), p.qk_dim);
+  if (p.rope_dim > 0) prefetch_item_rows(p, it, p.query_rope, dtype_size(p.dtype), p.rope_dim);
 }
 
 /// Prefetches into L2 every cache line of item it's attention_out rows, which item_finalize
@@ -100,12 +104,7 @@ inline void prefetch_query_rows(const Problem& p, const WorkItem& it) {
 /// prefetch issued after the item's scores; P3 0.985x the time, P1 0.993x, faster in 8 of 8
 /// alternating pairs each). `prefetchw` there instead ran P3 1.02x slower than this.
 inline void prefetch_output_rows(const Problem& p, const WorkItem& it, const OutputRows& dst) {
-  const std::size_t es = dtype_size(p.out_dtype);
-  const std::int64_t bytes = p.v_dim * static_cast<std::int64_t>(es);
-  for (std::int64_t r = 0; r < packed_rows(it); ++r) {
-    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
-    prefetch_row(element_at(dst.out.base, dst.out.offset(it.b, n, i), es), bytes);
-  }
+  prefetch_item_rows(p, it, dst.out, dtype_size(p.out_dtype), p.v_dim);
 }
 
 /// Tokens of an NZ cache (FIA-SPEC 9.1) copied into contiguous rows at a time: 64 rows of 576

@@ -11,6 +11,12 @@
 
 namespace fia::detail {
 
+void visible_columns(const Problem& p, std::int64_t b, std::int64_t row_begin, std::int64_t row_end,
+                     std::int64_t* lo, std::int64_t* hi) {
+  *lo = std::max<std::int64_t>(0, row_begin + p.band_lo[b]);
+  *hi = std::min<std::int64_t>(p.kv_len(b) - 1, row_end - 1 + p.band_hi[b]);
+}
+
 namespace {
 constexpr std::int64_t kTileRows = 64;        // packed rows per item: reuse of each K/V tile
 constexpr std::int64_t kMaxHeads = 256;       // query heads packed into one item at most
@@ -54,24 +60,6 @@ bool writes_every_row(const Problem& p, const CpuPlan& plan) {
   return rows * p.v_dim == out_elements;
 }
 
-CpuPlan attention_plan(const Problem& p, int threads, const PlanLimits& lim);
-}  // namespace
-
-void visible_columns(const Problem& p, std::int64_t b, std::int64_t row_begin, std::int64_t row_end,
-                     std::int64_t* lo, std::int64_t* hi) {
-  *lo = std::max<std::int64_t>(0, row_begin + p.band_lo[b]);
-  *hi = std::min<std::int64_t>(p.kv_len(b) - 1, row_end - 1 + p.band_hi[b]);
-}
-
-CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
-  CpuPlan plan = p.full_quant.on       ? make_full_quant_plan(p, threads)      // FIA-SPEC 13.1
-                 : p.mla_full_quant.on ? make_mla_full_quant_plan(p, threads)  // FIA-SPEC 13.3
-                                       : attention_plan(p, threads, lim);
-  plan.writes_every_row = writes_every_row(p, plan);
-  return plan;
-}
-
-namespace {
 /// The schedule of every call but the full-quant ones: make_cpu_plan.
 CpuPlan attention_plan(const Problem& p, int threads, const PlanLimits& lim) {
   CpuPlan plan;
@@ -230,5 +218,13 @@ CpuPlan attention_plan(const Problem& p, int threads, const PlanLimits& lim) {
   return plan;
 }
 }  // namespace
+
+CpuPlan make_cpu_plan(const Problem& p, int threads, const PlanLimits& lim) {
+  CpuPlan plan = p.full_quant.on       ? make_full_quant_plan(p, threads)      // FIA-SPEC 13.1
+                 : p.mla_full_quant.on ? make_mla_full_quant_plan(p, threads)  // FIA-SPEC 13.3
+                                       : attention_plan(p, threads, lim);
+  plan.writes_every_row = writes_every_row(p, plan);
+  return plan;
+}
 
 }  // namespace fia::detail

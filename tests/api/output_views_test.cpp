@@ -23,18 +23,6 @@ CallSpec spec() {
   return s;
 }
 
-/// Runs the planned call into `out` and `lse`.
-Status run_into(const FiaArgs& args, MutableTensorView out, MutableTensorView lse) {
-  Options options;
-  options.backend = Backend::kCpu;
-  options.threads = 2;
-  Plan planned;
-  const Status st = fia::plan(args, options, &planned);
-  if (!st.ok()) return st;
-  std::vector<std::byte> ws(planned.workspace_bytes());
-  return run(planned, out, lse, ws.data(), ws.size());
-}
-
 TEST(OutputViews, StridedOutputsGiveTheContiguousResult) {
   TestCall call = build_call(spec(), 1);
   Outputs dense;

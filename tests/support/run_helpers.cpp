@@ -18,6 +18,17 @@ Status run_call(const FiaArgs& args, Backend backend, int threads, Outputs* out,
   return fused_infer_attention_score(args, o, out);
 }
 
+Status run_into(const FiaArgs& args, MutableTensorView out, MutableTensorView lse, int threads) {
+  Options options;
+  options.backend = Backend::kCpu;
+  options.threads = threads;
+  Plan planned;
+  const Status st = fia::plan(args, options, &planned);
+  if (!st.ok()) return st;
+  std::vector<std::byte> ws(planned.workspace_bytes());
+  return run(planned, out, lse, ws.data(), ws.size());
+}
+
 Status reference_exact(const FiaArgs& args, detail::ReferenceResult* out) {
   detail::Problem p;
   Status st = detail::build_problem(args, false, &p);

@@ -12,6 +12,10 @@ namespace fia::test {
 /// Plans and runs `args` on `backend` with `threads` workers into freshly allocated outputs.
 Status run_call(const FiaArgs& args, Backend backend, int threads, Outputs* out, bool strict = false);
 
+/// Plans `args` on the cpu backend with `threads` workers and runs it into the caller's `out` and
+/// `lse` views (any strides, any prior contents), with a workspace of its own.
+Status run_into(const FiaArgs& args, MutableTensorView out, MutableTensorView lse, int threads = 2);
+
 /// The exact (pre-cast) float64 answer of the reference for a valid call.
 Status reference_exact(const FiaArgs& args, detail::ReferenceResult* out);
 
