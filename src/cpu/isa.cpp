@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -24,13 +25,29 @@ std::int64_t target_of(const std::string& name) {
   return 0;
 }
 
-std::atomic<bool>& bf16_dots_allowed() {
-  static std::atomic<bool> allowed{[] {
-    const char* env = std::getenv("FIA_BF16_DOTS");
-    return env == nullptr || std::string(env) != "0";
-  }()};
-  return allowed;
+/// The bf16 dot-product setting: -1 the CPU's default (bf16_dots_faster()), 0 off, 1 on.
+int bf16_dots_from_env() {
+  const char* env = std::getenv("FIA_BF16_DOTS");
+  if (env == nullptr || *env == '\0') return -1;
+  return std::string(env) == "0" ? 0 : 1;
 }
+
+std::atomic<int>& bf16_dots_setting() {
+  static std::atomic<int> setting{bf16_dots_from_env()};
+  return setting;
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+bool cpu_vendor_is(const char (&name)[13]) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return false;
+  char vendor[12];
+  std::memcpy(vendor, &b, 4);
+  std::memcpy(vendor + 4, &d, 4);
+  std::memcpy(vendor + 8, &c, 4);
+  return std::memcmp(vendor, name, 12) == 0;
+}
+#endif
 
 }  // namespace
 
@@ -47,9 +64,23 @@ bool bf16_dots_supported() {
 #endif
 }
 
-bool bf16_dots_enabled() { return bf16_dots_allowed().load(std::memory_order_relaxed) && bf16_dots_supported(); }
+bool bf16_dots_faster() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  static const bool faster = bf16_dots_supported() && cpu_vendor_is("AuthenticAMD");
+  return faster;
+#else
+  return false;
+#endif
+}
 
-void allow_bf16_dots(bool allowed) { bf16_dots_allowed().store(allowed); }
+bool bf16_dots_enabled() {
+  const int setting = bf16_dots_setting().load(std::memory_order_relaxed);
+  return bf16_dots_supported() && (setting < 0 ? bf16_dots_faster() : setting == 1);
+}
+
+void set_bf16_dots(bool on) { bf16_dots_setting().store(on ? 1 : 0); }
+
+void reset_bf16_dots() { bf16_dots_setting().store(bf16_dots_from_env()); }
 
 bool apply_isa_cap_from_env() {
   static std::once_flag once;

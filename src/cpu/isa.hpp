@@ -19,18 +19,30 @@ std::vector<std::string> available_isas();
 bool force_isa(const std::string& name);
 
 /// True when the CPU has bf16 dot-product instructions (x86 AVX512_BF16: vdpbf16ps, 32
-/// multiply-adds of bf16 pairs into f32 lanes per instruction, twice the fp32 FMA rate on Zen 4).
+/// multiply-adds of bf16 pairs into f32 lanes per instruction).
 bool bf16_dots_supported();
 
-/// True when the AVX-512 kernels may use them (bf16_dots_supported(), and not forbidden by
-/// allow_bf16_dots(false) or by the environment: FIA_BF16_DOTS=0); plan() reads it into the
-/// plan. The in-place wide kernels (16-row items: decode MLA, 16 GQA heads, multi-token GQA
-/// decode) then compute Q·Kᵀ of bf16 query and K rows, and P·V of bf16 V rows where P is E
-/// rounded to bf16, as sums of the same exact products in another order (cpu/bf16_dots-inl.h).
+/// True when the CPU runs them faster than fp32 FMAs, read off its vendor (CPUID) so that a call
+/// gives the same bits in every process on one machine: AMD (Zen 4 and later), where one
+/// vdpbf16ps issues at the rate of one 16-lane FMA and so does twice its multiply-adds (463
+/// against 233 GFLOP/s on a 2-core Zen 4 VM). Not on Intel: a 2-core Emerald Rapids VM ran them at
+/// half its FMA rate (145 against 291 GFLOP/s; decode MLA took 1.6x the time with them, bf16 TND
+/// prefill 1.33x).
+bool bf16_dots_faster();
+
+/// True when the AVX-512 kernels use them: the CPU has them, and the setting asks for them (by
+/// default bf16_dots_faster(); FIA_BF16_DOTS=0 forbids them, FIA_BF16_DOTS=1 asks for them on any
+/// CPU that has them; set_bf16_dots overrides both). plan() reads it into the plan. The in-place
+/// wide kernels (16-row items: decode MLA, 16 GQA heads, multi-token GQA decode) and bf16 prefill
+/// then compute Q·Kᵀ of bf16 query and K rows, and P·V of bf16 V rows where P is E rounded to
+/// bf16, as sums of the same exact products in another order (cpu/bf16_dots-inl.h).
 bool bf16_dots_enabled();
 
-/// Allows (the default) or forbids the bf16 dot products in plans made from now on; for tests and
-/// benchmarks.
-void allow_bf16_dots(bool allowed);
+/// Asks for (true) or forbids (false) the bf16 dot products in plans made from now on, whatever
+/// the CPU's default; for tests and benchmarks.
+void set_bf16_dots(bool on);
+
+/// Returns to the default setting: FIA_BF16_DOTS, else bf16_dots_faster().
+void reset_bf16_dots();
 
 }  // namespace fia::detail

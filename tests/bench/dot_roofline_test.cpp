@@ -37,9 +37,11 @@ TEST(BenchRoofline, DotProductFlopsTakeTheDotProductPeak) {
 // instruction set, there are none; bf16 decode of one row per item (D4) never takes them.
 TEST(BenchRoofline, DecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
   EXPECT_EQ(shape("D4").dot_flops_per_call, 0.0);
-  detail::allow_bf16_dots(false);
-  EXPECT_EQ(shape("D6").dot_flops_per_call, 0.0);
-  detail::allow_bf16_dots(true);
+  {
+    const ScopedBf16Dots off(false);
+    EXPECT_EQ(shape("D6").dot_flops_per_call, 0.0);
+  }
+  const ScopedBf16Dots on(true);  // where the CPU has them, whether or not it takes them by default
   bench::Workload w = shape("D6");
   const bool dots = bf16_dots_run_here();
   EXPECT_DOUBLE_EQ(w.dot_flops_per_call, dots ? w.flops_per_call : 0.0);
@@ -62,9 +64,11 @@ TEST(BenchRoofline, DecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
 // peak. fp16 prefill (P1) takes none.
 TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheBf16DotProductPeak) {
   EXPECT_EQ(shape("P1").dot_flops_per_call, 0.0);
-  detail::allow_bf16_dots(false);
-  EXPECT_EQ(shape("P3").dot_flops_per_call, 0.0);
-  detail::allow_bf16_dots(true);
+  {
+    const ScopedBf16Dots off(false);
+    EXPECT_EQ(shape("P3").dot_flops_per_call, 0.0);
+  }
+  const ScopedBf16Dots on(true);
   const bench::Workload w = shape("P3");
   EXPECT_DOUBLE_EQ(w.dot_flops_per_call, bf16_dots_run_here() ? w.flops_per_call / 2 : 0.0);
 }
@@ -83,6 +87,7 @@ TEST(BenchRoofline, MaskedBf16PrefillJudgesBothProductsAgainstTheBf16DotProductP
        "tensors": {"query": ["BF16", [1, 64, 8, 64]], "key": ["BF16", [1, 300, 2, 64]], "value": ["BF16", [1, 300, 2, 64]],
                    "pse_shift": ["BF16", [1, 8, 64, 300]]}}]})";
   }
+  const ScopedBf16Dots on(true);
   const auto loaded = bench::load_shapes(file, {});
   ASSERT_EQ(loaded.size(), 2u);
   for (const bench::Workload& w : loaded) {
@@ -104,6 +109,7 @@ TEST(BenchRoofline, ItemsOfEachKindCountByTheirCells) {
                  "actual_seq_lengths": [1, 4, 16]},
       "tensors": {"query": ["BF16", [3, 16, 8, 64]], "key": ["BF16", [3, 300, 2, 64]], "value": ["BF16", [3, 300, 2, 64]]}}]})";
   }
+  const ScopedBf16Dots on(true);
   auto loaded = bench::load_shapes(file, {});
   ASSERT_EQ(loaded.size(), 1u);
   if (!bf16_dots_run_here()) GTEST_SKIP() << "no bf16 dot products on this CPU";

@@ -3,11 +3,13 @@
 // tensors lie on (--pages).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cpu/isa.hpp"
 #include "fia/io/case_dir.hpp"
 #include "support/call_builder.hpp"
 #include "support/cli_runner.hpp"
@@ -65,6 +67,32 @@ TEST(FiaBench, PagesNameThePagesOfTheTensorsAndOthersAreRejected) {
   const CliResult bad = run_fia({"bench", "--case", dir + "/case", "--pages", "tiny"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--pages"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
+}
+
+// The run says whether the kernels take bf16 dot products (FIA_BF16_DOTS, else where the CPU runs
+// them faster than fp32 FMAs: cpu/isa.hpp), on its first line and as `bf16_dots` in --json.
+TEST(FiaBench, SaysWhetherTheKernelsTakeBf16DotProducts) {
+  CallSpec spec;
+  spec.kv_seq = 40;
+  const std::string dir = temp_dir("bench_dots_cli");
+  ASSERT_TRUE(io::save_case(dir + "/case", build_call(spec, 7).args).ok());
+  const char* saved = std::getenv("FIA_BF16_DOTS");
+  const std::string before = saved == nullptr ? "" : saved;
+  for (const std::string env : {"0", "1"}) {
+    setenv("FIA_BF16_DOTS", env.c_str(), 1);
+    const std::string json = dir + "/dots" + env + ".json";
+    const CliResult r = run_fia({"bench", "--case", dir + "/case", "--threads", "1", "--repeat", "2", "--probe-rounds",
+                                 "1", "--json", json});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const bool taken = env == "1" && detail::bf16_dots_supported();
+    const std::string said = !detail::bf16_dots_supported() ? "none on this CPU" : taken ? "taken" : "not taken";
+    EXPECT_NE(r.out.find("bf16 dot products: " + said), std::string::npos) << r.out;
+    std::ifstream f(json);
+    EXPECT_EQ(nlohmann::json::parse(f)["bf16_dots"], taken) << env;
+  }
+  if (saved == nullptr) unsetenv("FIA_BF16_DOTS");
+  else setenv("FIA_BF16_DOTS", before.c_str(), 1);
   fs::remove_all(dir);
 }
 

@@ -217,11 +217,11 @@ TEST_P(InplacePerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsThem)
   expect_cpu_matches_reference(call.args, spec.lse, "subnormal P against V of 2^126", 2, isa());
 }
 
-// Where the CPU has bf16 dot products, the bf16 kernels take them unless forbidden: the two ways
+// Where the CPU has bf16 dot products, the bf16 kernels take them when asked for: the two ways
 // give other bits for a decode MLA call's LSE (sums in another order), and the same when
 // forbidden.
-TEST(InplaceBf16Dots, TakenWhereTheCpuHasThemAndNotWhenForbidden) {
-  if (!bf16_dots_run_here()) GTEST_SKIP() << "the kernels take no bf16 dot products here (" << detail::kernel_isa() << ")";
+TEST(InplaceBf16Dots, TakenWhenAskedForAndNotWhenForbidden) {
+  if (!bf16_dots_possible_here()) GTEST_SKIP() << "the kernels cannot take bf16 dot products here (" << detail::kernel_isa() << ")";
   const CallSpec spec = spec_of(kShapes[0], 300, 0);
   ASSERT_TRUE(spec.lse);
   const TestCall call = build_call(spec, 21);

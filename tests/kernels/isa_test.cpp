@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
@@ -198,6 +199,35 @@ TEST(Isa, DispatchesToTheExpectedTarget) {
   if (want == nullptr || *want == '\0') GTEST_SKIP() << "FIA_EXPECT_ISA is not set";
   ASSERT_TRUE(detail::apply_isa_cap_from_env());
   EXPECT_STREQ(detail::kernel_isa(), want);
+}
+
+// The bf16 dot-product setting (cpu/isa.hpp): by default the kernels take them only where the CPU
+// runs them faster than fp32 FMAs; FIA_BF16_DOTS=1 (or set_bf16_dots(true)) wherever the CPU has
+// them, FIA_BF16_DOTS=0 (or set_bf16_dots(false)) nowhere; reset_bf16_dots reads the environment
+// again.
+TEST(Isa, Bf16DotsFollowTheCpuTheEnvironmentAndTheSetting) {
+  const char* saved = std::getenv("FIA_BF16_DOTS");
+  const std::string before = saved == nullptr ? "" : saved;
+  EXPECT_TRUE(!detail::bf16_dots_faster() || detail::bf16_dots_supported());
+  unsetenv("FIA_BF16_DOTS");
+  detail::reset_bf16_dots();
+  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
+  detail::set_bf16_dots(true);
+  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_supported());
+  detail::set_bf16_dots(false);
+  EXPECT_FALSE(detail::bf16_dots_enabled());
+  setenv("FIA_BF16_DOTS", "1", 1);
+  detail::reset_bf16_dots();
+  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_supported());
+  setenv("FIA_BF16_DOTS", "0", 1);
+  detail::reset_bf16_dots();
+  EXPECT_FALSE(detail::bf16_dots_enabled());
+  setenv("FIA_BF16_DOTS", "", 1);
+  detail::reset_bf16_dots();
+  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
+  if (saved == nullptr) unsetenv("FIA_BF16_DOTS");
+  else setenv("FIA_BF16_DOTS", before.c_str(), 1);
+  detail::reset_bf16_dots();
 }
 
 }  // namespace

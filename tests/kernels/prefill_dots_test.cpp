@@ -281,11 +281,11 @@ TEST_P(PrefillDotsPerIsa, SubnormalWeightsOfHugeValuesCountAsTheReferenceCountsT
   }
 }
 
-// Where the CPU has bf16 dot products, bf16 prefill takes them unless forbidden: the two ways give
+// Where the CPU has bf16 dot products, bf16 prefill takes them when asked for: the two ways give
 // other bits for the LSE (Q·Kᵀ's sums in another order) and, with the same scores, for the output
 // (P·V's), and the same when forbidden.
-TEST(PrefillBf16Dots, TakenWhereTheCpuHasThemAndNotWhenForbidden) {
-  if (!bf16_dots_run_here()) GTEST_SKIP() << "the kernels take no bf16 dot products here (" << detail::kernel_isa() << ")";
+TEST(PrefillBf16Dots, TakenWhenAskedForAndNotWhenForbidden) {
+  if (!bf16_dots_possible_here()) GTEST_SKIP() << "the kernels cannot take bf16 dot products here (" << detail::kernel_isa() << ")";
   const TestCall call = build_call(prefill(8, 2, 64, 300), 21);
   EXPECT_NE(run_with_bf16_dots(call.args, true).softmax_lse.bytes, run_with_bf16_dots(call.args, false).softmax_lse.bytes);
   EXPECT_EQ(run_with_bf16_dots(call.args, false).softmax_lse.bytes, run_with_bf16_dots(call.args, false).softmax_lse.bytes);

@@ -27,36 +27,53 @@ inline std::vector<std::string> isa_params() {
   return v;
 }
 
-/// True when the kernels take bf16 dot products here: the CPU has them, they are allowed, and the
+/// True when the kernels take bf16 dot products here: the CPU has them, the setting asks for them
+/// (detail::bf16_dots_enabled(); by default only where they are faster than fp32 FMAs) and the
 /// dispatched instruction set is an AVX-512 one.
 inline bool bf16_dots_run_here() {
   return detail::bf16_dots_enabled() && std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
 }
 
-/// The outputs of `args` on the cpu backend (2 workers) with bf16 dot products allowed or
-/// forbidden (allowed again afterwards).
+/// True when the kernels can take bf16 dot products here: the CPU has them and the dispatched
+/// instruction set is an AVX-512 one (whether the setting asks for them or not).
+inline bool bf16_dots_possible_here() {
+  return detail::bf16_dots_supported() && std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
+}
+
+/// Asks for (true) or forbids (false) the bf16 dot products while in scope, whatever the CPU's
+/// default (detail::set_bf16_dots); the default comes back at the end of the scope.
+class ScopedBf16Dots {
+ public:
+  explicit ScopedBf16Dots(bool on) { detail::set_bf16_dots(on); }
+  ~ScopedBf16Dots() { detail::reset_bf16_dots(); }
+  ScopedBf16Dots(const ScopedBf16Dots&) = delete;
+  ScopedBf16Dots& operator=(const ScopedBf16Dots&) = delete;
+};
+
+/// The outputs of `args` on the cpu backend (2 workers) with bf16 dot products asked for or
+/// forbidden (the default setting again afterwards).
 inline Outputs run_with_bf16_dots(const FiaArgs& args, bool dots) {
-  detail::allow_bf16_dots(dots);
+  const ScopedBf16Dots setting(dots);
   Outputs out;
   EXPECT_TRUE(run_call(args, Backend::kCpu, 2, &out).ok());
-  detail::allow_bf16_dots(true);
   return out;
 }
 
-/// A test over isa_params(): forces the instruction set (and forbids bf16 dot products for a
-/// kFp32Products parameter) for the test's duration.
+/// A test over isa_params(): forces the instruction set, and asks for the bf16 dot products where
+/// the CPU has them (forbids them for a kFp32Products parameter), for the test's duration; so
+/// both ways are tested whatever the CPU's default.
 class PerIsaAndProducts : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     const std::string p = GetParam();
     const auto cut = p.find(kFp32Products);
     isa_ = p.substr(0, cut);
-    detail::allow_bf16_dots(cut == std::string::npos);
+    detail::set_bf16_dots(cut == std::string::npos);
     ASSERT_TRUE(detail::force_isa(isa_)) << p;
   }
   void TearDown() override {
     detail::force_isa("");
-    detail::allow_bf16_dots(true);
+    detail::reset_bf16_dots();
   }
   /// The instruction set (the parameter without kFp32Products).
   const std::string& isa() const { return isa_; }

@@ -85,9 +85,13 @@ int bench_command(const BenchArgs& in) {
                                   },
                                   [&] { return bench::bf16_dot_peak_round(threads); }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
-  std::printf("fia bench: %d thread%s, kernels %s, tensors on %s pages; each shape against the medians of %d probe "
-              "rounds taken between its calls (decode: the read bandwidth of its own K/V copies)\n",
-              threads, threads == 1 ? "" : "s", detail::kernel_isa(), args.pages.c_str(), probes.rounds);
+  const char* dots = !detail::bf16_dots_supported() ? "none on this CPU"
+                     : detail::bf16_dots_enabled()   ? "taken"
+                                                     : "not taken (FIA_BF16_DOTS=1 asks for them)";
+  std::printf("fia bench: %d thread%s, kernels %s (bf16 dot products: %s), tensors on %s pages; each shape against "
+              "the medians of %d probe rounds taken between its calls (decode: the read bandwidth of its own K/V "
+              "copies)\n",
+              threads, threads == 1 ? "" : "s", detail::kernel_isa(), dots, args.pages.c_str(), probes.rounds);
   std::printf("%-6s %10s %11s %9s %10s %9s %7s %6s %8s  %s\n", "shape", "median ms", "roofline ms", "of it", "MB read",
               "GFLOP", "bound", "GB/s", "GFLOP/s", "what");
   std::vector<double> all_bandwidth, all_peak, all_int8, all_dot;  // every round of the run, for its summary
@@ -157,6 +161,7 @@ int bench_command(const BenchArgs& in) {
   if (!args.json.empty()) {
     nlohmann::json doc = {{"threads", threads},
                           {"isa", detail::kernel_isa()},
+                          {"bf16_dots", detail::bf16_dots_enabled()},
                           {"pages", args.pages},
                           {"huge_pages_MiB", {{"asked", huge.advised / 1048576.0}, {"backed", huge.backed / 1048576.0}}},
                           {"read_bandwidth_GBps", probe_json(bandwidth)},
