@@ -240,6 +240,12 @@ static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_p
     for (const auto& n : detail::available_isas()) names += (names.empty() ? "" : ", ") + n;
     return {StatusCode::kInvalidArgument, "FIA_ISA", "must name an instruction set of this build (" + names + ")"};
   }
+  if (!detail::bf16_dots_setting_valid()) {
+    const char* env = std::getenv("FIA_BF16_DOTS");
+    return {StatusCode::kInvalidArgument, "FIA_BF16_DOTS",
+            "must be 0 (fp32 multiply-adds), 1 (bf16 dot products where the CPU has them) or unset (where they are "
+            "faster), got '" + std::string(env == nullptr ? "" : env) + "'"};
+  }
   if (options.threads < 0 || options.threads > kMaxThreads)
     return {StatusCode::kInvalidArgument, "threads",
             "threads must be in [0, " + std::to_string(kMaxThreads) + "], got " + std::to_string(options.threads)};

@@ -1,5 +1,5 @@
 // bf16 dot products (x86 AVX512_BF16: vdpbf16ps) for Q·Kᵀ of bf16 query and K rows, and P·V of
-// bf16 V rows where P is E rounded to bf16, on AVX-512 targets, where the CPU has them (bf16_dots_enabled(), cpu/isa.hpp, read at plan time into
+// bf16 V rows where P is E rounded to bf16, on AVX-512 targets, where they are taken (bf16_dots_enabled(), cpu/isa.hpp, read at plan time into
 // Problem::bf16_dots). One instruction takes 32 multiply-adds of bf16 pairs into 16 f32 lanes, at
 // the rate of one fp32 FMA of 16 lanes on Zen 4, and reads the stored rows without widening them.
 // FIA-SPEC 5 steps 2 and 8 ask for the products of the exact inputs summed in fp32: the products

@@ -25,11 +25,15 @@ std::int64_t target_of(const std::string& name) {
   return 0;
 }
 
-/// The bf16 dot-product setting: -1 the CPU's default (bf16_dots_faster()), 0 off, 1 on.
+/// The bf16 dot-product setting: -1 the CPU's default (bf16_dots_faster()), 0 off, 1 on, -2 an
+/// FIA_BF16_DOTS other than 0, 1 or empty (plan() rejects it; the default until then).
+constexpr int kDefaultDots = -1, kInvalidDots = -2;
+
 int bf16_dots_from_env() {
   const char* env = std::getenv("FIA_BF16_DOTS");
-  if (env == nullptr || *env == '\0') return -1;
-  return std::string(env) == "0" ? 0 : 1;
+  if (env == nullptr || *env == '\0') return kDefaultDots;
+  const std::string v(env);
+  return v == "0" ? 0 : v == "1" ? 1 : kInvalidDots;
 }
 
 std::atomic<int>& bf16_dots_setting() {
@@ -77,6 +81,8 @@ bool bf16_dots_enabled() {
   const int setting = bf16_dots_setting().load(std::memory_order_relaxed);
   return bf16_dots_supported() && (setting < 0 ? bf16_dots_faster() : setting == 1);
 }
+
+bool bf16_dots_setting_valid() { return bf16_dots_setting().load(std::memory_order_relaxed) != kInvalidDots; }
 
 void set_bf16_dots(bool on) { bf16_dots_setting().store(on ? 1 : 0); }
 

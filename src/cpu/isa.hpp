@@ -30,13 +30,18 @@ bool bf16_dots_supported();
 /// prefill 1.33x).
 bool bf16_dots_faster();
 
-/// True when the AVX-512 kernels use them: the CPU has them, and the setting asks for them (by
-/// default bf16_dots_faster(); FIA_BF16_DOTS=0 forbids them, FIA_BF16_DOTS=1 asks for them on any
-/// CPU that has them; set_bf16_dots overrides both). plan() reads it into the plan. The in-place
+/// True when the AVX-512 kernels use them (the dispatched target being an AVX-512 one: FIA_ISA=AVX2
+/// takes none): the CPU has them, and the setting asks for them (by default bf16_dots_faster();
+/// FIA_BF16_DOTS=0 forbids them, FIA_BF16_DOTS=1 asks for them on any CPU that has them;
+/// set_bf16_dots overrides both). plan() reads it into the plan. The in-place
 /// wide kernels (16-row items: decode MLA, 16 GQA heads, multi-token GQA decode) and bf16 prefill
 /// then compute Q·Kᵀ of bf16 query and K rows, and P·V of bf16 V rows where P is E rounded to
 /// bf16, as sums of the same exact products in another order (cpu/bf16_dots-inl.h).
 bool bf16_dots_enabled();
+
+/// False when FIA_BF16_DOTS, as last read (at start-up or by reset_bf16_dots), is neither unset,
+/// empty, 0 nor 1: plan() then fails with kInvalidArgument naming FIA_BF16_DOTS.
+bool bf16_dots_setting_valid();
 
 /// Asks for (true) or forbids (false) the bf16 dot products in plans made from now on, whatever
 /// the CPU's default; for tests and benchmarks.

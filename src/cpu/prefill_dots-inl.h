@@ -1,5 +1,5 @@
 // Wide items (prefill) over bf16 rows as bf16 dot products (cpu/bf16_dots-inl.h) on AVX-512 CPUs
-// that have them. Q·Kᵀ (bf16_wide_key_dots): the query is packed once per item into pairs of dims,
+// where they are taken (bf16_dots_enabled(), cpu/isa.hpp). Q·Kᵀ (bf16_wide_key_dots): the query is packed once per item into pairs of dims,
 // 16 rows per vector, and each token's pair of K elements is read from its stored row as one
 // broadcast 32-bit operand, so K is never widened. P·V where P is E rounded to bf16
 // (bf16_value_dots): per tile, P packed into pairs of tokens and the V rows interleaved into token

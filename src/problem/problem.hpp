@@ -325,7 +325,7 @@ struct Problem {
 };
 
 /// True when Q·Kᵀ of `p` may take bf16 dot products (cpu/bf16_dots-inl.h): bf16 query and K rows
-/// (float KV, no antiquant), planned where the CPU has them (Problem::bf16_dots).
+/// (float KV, no antiquant), planned where they are taken (Problem::bf16_dots, cpu/isa.hpp).
 inline bool bf16_key_dots(const Problem& p) {
   return p.bf16_dots && p.dtype == DType::BF16 && p.kv_dtype == DType::BF16 && p.kv_format == KvFormat::kFloat;
 }

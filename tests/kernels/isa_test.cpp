@@ -225,6 +225,21 @@ TEST(Isa, Bf16DotsFollowTheCpuTheEnvironmentAndTheSetting) {
   setenv("FIA_BF16_DOTS", "", 1);
   detail::reset_bf16_dots();
   EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
+  EXPECT_TRUE(detail::bf16_dots_setting_valid());
+  // Any other value is an error plan() reports, naming the variable; set_bf16_dots overrides it.
+  setenv("FIA_BF16_DOTS", "off", 1);
+  detail::reset_bf16_dots();
+  EXPECT_FALSE(detail::bf16_dots_setting_valid());
+  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
+  const TestCall call = build_call(CallSpec{}, 3);
+  Plan plan_out;
+  const Status st = plan(call.args, Options{}, &plan_out);
+  EXPECT_EQ(st.code, StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.parameter, "FIA_BF16_DOTS") << st.to_string();
+  EXPECT_NE(st.message.find("'off'"), std::string::npos) << st.to_string();
+  detail::set_bf16_dots(false);
+  EXPECT_TRUE(detail::bf16_dots_setting_valid());
+  EXPECT_TRUE(plan(call.args, Options{}, &plan_out).ok());
   if (saved == nullptr) unsetenv("FIA_BF16_DOTS");
   else setenv("FIA_BF16_DOTS", before.c_str(), 1);
   detail::reset_bf16_dots();

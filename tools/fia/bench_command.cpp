@@ -55,6 +55,10 @@ int bench_command(const BenchArgs& in) {
     print_error("FIA_ISA", "must name an instruction set of this build");
     return kExitRejected;
   }
+  if (!detail::bf16_dots_setting_valid()) {
+    print_error("FIA_BF16_DOTS", "must be 0, 1 or unset");
+    return kExitRejected;
+  }
   if (!args.isa.empty() && !detail::force_isa(args.isa)) {
     std::string names;
     for (const auto& n : detail::available_isas()) names += (names.empty() ? "" : ", ") + n;
@@ -85,8 +89,11 @@ int bench_command(const BenchArgs& in) {
                                   },
                                   [&] { return bench::bf16_dot_peak_round(threads); }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
+  const bool avx512 = std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
+  const bool dots_taken = avx512 && detail::bf16_dots_enabled();
   const char* dots = !detail::bf16_dots_supported() ? "none on this CPU"
-                     : detail::bf16_dots_enabled()   ? "taken"
+                     : dots_taken                    ? "taken"
+                     : !avx512                       ? "not taken by these kernels"
                                                      : "not taken (FIA_BF16_DOTS=1 asks for them)";
   std::printf("fia bench: %d thread%s, kernels %s (bf16 dot products: %s), tensors on %s pages; each shape against "
               "the medians of %d probe rounds taken between its calls (decode: the read bandwidth of its own K/V "
@@ -161,7 +168,7 @@ int bench_command(const BenchArgs& in) {
   if (!args.json.empty()) {
     nlohmann::json doc = {{"threads", threads},
                           {"isa", detail::kernel_isa()},
-                          {"bf16_dots", detail::bf16_dots_enabled()},
+                          {"bf16_dots", dots_taken},
                           {"pages", args.pages},
                           {"huge_pages_MiB", {{"asked", huge.advised / 1048576.0}, {"backed", huge.backed / 1048576.0}}},
                           {"read_bandwidth_GBps", probe_json(bandwidth)},
