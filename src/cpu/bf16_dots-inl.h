@@ -1,15 +1,16 @@
-// bf16 dot products (x86 AVX512_BF16: vdpbf16ps) for Q·Kᵀ of bf16 query and K rows, and P·V of
-// bf16 V rows where P is E rounded to bf16, on AVX-512 targets, where they are taken (bf16_dots_enabled(), cpu/isa.hpp, read at plan time into
-// Problem::bf16_dots). One instruction takes 32 multiply-adds of bf16 pairs into 16 f32 lanes, at
-// the rate of one fp32 FMA of 16 lanes on Zen 4, and reads the stored rows without widening them.
-// FIA-SPEC 5 steps 2 and 8 ask for the products of the exact inputs summed in fp32: the products
-// of two bf16 values are exact in f32, and lane i adds those of elements 2i + 1 and 2i, in that
-// order, each rounded once, so the order of the sums changes; besides, the instruction reads
-// subnormal inputs as 0 (query_pairs keeps such queries off it, and P·V adds tokens with a
-// subnormal P by fp32 multiply-adds), reads a subnormal accumulator as 0 too, and flushes products
-// and partial sums below 2^-126 to 0 (an absolute error below 2^-126 each). Included per Highway target by
-// cpu/attention_item.cpp (the toggle guard below lets foreach_target re-include it once per
-// target).
+// bf16 dot products (x86 AVX512_BF16: vdpbf16ps) for Q·Kᵀ of bf16 query and K rows, and P·V of bf16
+// V rows where P is E rounded to bf16, on AVX-512 targets, where they are taken
+// (bf16_dots_enabled(), cpu/isa.hpp, read at plan time into Problem::bf16_dots). One instruction
+// takes 32 multiply-adds of bf16 pairs into 16 f32 lanes, at the rate of one fp32 FMA of 16 lanes
+// on Zen 4 (on Emerald Rapids at half that rate: bf16_dots_faster()), and reads the stored rows
+// without widening them. FIA-SPEC 5 steps 2 and 8 ask for the products of the exact inputs summed
+// in fp32: the products of two bf16 values are exact in f32, and lane i adds those of elements 2i +
+// 1 and 2i, in that order, each rounded once, so the order of the sums changes; besides, the
+// instruction reads subnormal inputs as 0 (query_pairs keeps such queries off it, and P·V adds
+// tokens with a subnormal P by fp32 multiply-adds), reads a subnormal accumulator as 0 too, and
+// flushes products and partial sums below 2^-126 to 0 (an absolute error below 2^-126 each).
+// Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets foreach_target
+// re-include it once per target).
 #if defined(FIA_CPU_BF16_DOTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef FIA_CPU_BF16_DOTS_INL_H_
 #undef FIA_CPU_BF16_DOTS_INL_H_

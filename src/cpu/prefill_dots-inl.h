@@ -1,12 +1,12 @@
 // Wide items (prefill) over bf16 rows as bf16 dot products (cpu/bf16_dots-inl.h) on AVX-512 CPUs
-// where they are taken (bf16_dots_enabled(), cpu/isa.hpp). Q·Kᵀ (bf16_wide_key_dots): the query is packed once per item into pairs of dims,
-// 16 rows per vector, and each token's pair of K elements is read from its stored row as one
-// broadcast 32-bit operand, so K is never widened. P·V where P is E rounded to bf16
-// (bf16_value_dots): per tile, P packed into pairs of tokens and the V rows interleaved into token
-// pairs. Register blocks of 4 row vectors x 6 columns (24 accumulators), as the fp32 kernel's
-// (prefill-inl.h). A score, or a tile's share of an output element, is one chain of dot products
-// in order, whichever block it falls in, so paged, contiguous and NZ caches and any thread count
-// give the same bits.
+// where they are taken (bf16_dots_enabled(), cpu/isa.hpp). Q·Kᵀ (bf16_wide_key_dots): the query is
+// packed once per item into pairs of dims, 16 rows per vector, and each token's pair of K elements
+// is read from its stored row as one broadcast 32-bit operand, so K is never widened. P·V where P
+// is E rounded to bf16 (bf16_value_dots): per tile, P packed into pairs of tokens and the V rows
+// interleaved into token pairs. Register blocks of 4 row vectors x 6 columns (24 accumulators), as
+// the fp32 kernel's (prefill-inl.h). A score, or a tile's share of an output element, is one chain
+// of dot products in order, whichever block it falls in, so paged, contiguous and NZ caches and any
+// thread count give the same bits.
 // Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets
 // foreach_target re-include it once per target).
 #if defined(FIA_CPU_PREFILL_DOTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
