@@ -205,7 +205,7 @@ struct DotShares {
 
 DotShares dot_shares(detail::Problem p) {
   p.bf16_dots = detail::bf16_dots_enabled();  // as plan() sets it
-  if (!detail::bf16_key_dots(p) || std::string(detail::kernel_isa()).rfind("AVX3", 0) != 0) return {};
+  if (!detail::bf16_key_dots(p) || !detail::kernel_isa_has_bf16_dots()) return {};
   const detail::CpuPlan plan = detail::make_cpu_plan(p, 1);
   double all = 0.0;
   DotShares d;

@@ -92,6 +92,14 @@ ItemKernels SelectKernels(const Problem& p) {
 
 const char* IsaName() { return hwy::TargetName(HWY_TARGET); }
 
+bool HasBf16Dots() {
+#ifdef FIA_BF16_DOTS
+  return true;
+#else
+  return false;
+#endif
+}
+
 void RowExpSums(const WorkItem& it, ScoreView sv, const float* m, float* l) { row_exp_sums(DF(), it, sv, m, l); }
 
 void PostQuantDeviceRow(const float* src, const float* scale, const float* offset, bool channel, std::int64_t n,
@@ -111,6 +119,7 @@ namespace fia::detail {
 
 HWY_EXPORT(SelectKernels);
 HWY_EXPORT(IsaName);
+HWY_EXPORT(HasBf16Dots);
 HWY_EXPORT(RowExpSums);
 HWY_EXPORT(PostQuantDeviceRow);
 HWY_EXPORT(ScaleStoreRow);
@@ -138,6 +147,8 @@ void item_accumulate(const Problem& p, const CpuPlan& plan, const WorkItem& item
 }
 
 const char* kernel_isa() { return HWY_DYNAMIC_DISPATCH(IsaName)(); }
+
+bool kernel_isa_has_bf16_dots() { return HWY_DYNAMIC_DISPATCH(HasBf16Dots)(); }
 
 void post_quant_device_row(const float* src, const float* scale, const float* offset, bool channel, std::int64_t n,
                            std::int8_t* dst) {

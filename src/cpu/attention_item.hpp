@@ -118,6 +118,10 @@ bool scale_store_row(const float* src, std::int64_t n, float scale, DType t, voi
 /// The name of the instruction set the kernels run on ("AVX3", "AVX2", "SSE4", ...).
 const char* kernel_isa();
 
+/// True when the kernels of that instruction set are built with bf16 dot products (the x86
+/// AVX-512 targets, cpu/bf16_dots-inl.h); they take them where cpu/isa.hpp bf16_dots_enabled().
+bool kernel_isa_has_bf16_dots();
+
 /// dst[d] = post_quant_device(src[d], scale, offset) for a row of n values on the best instruction
 /// set (FIA-SPEC 14.1, 25.1 #3): `channel` selects per-element scales and offsets (else element 0
 /// of each), `offset` may be null. Bit-identical to the scalar formula of numeric/post_quant.hpp.

@@ -3,7 +3,6 @@
 // tensors lie on (--pages).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -13,6 +12,7 @@
 #include "fia/io/case_dir.hpp"
 #include "support/call_builder.hpp"
 #include "support/cli_runner.hpp"
+#include "support/scoped_env.hpp"
 
 namespace fia::test {
 namespace {
@@ -77,10 +77,9 @@ TEST(FiaBench, SaysWhetherTheKernelsTakeBf16DotProducts) {
   spec.kv_seq = 40;
   const std::string dir = temp_dir("bench_dots_cli");
   ASSERT_TRUE(io::save_case(dir + "/case", build_call(spec, 7).args).ok());
-  const char* saved = std::getenv("FIA_BF16_DOTS");
-  const std::string before = saved == nullptr ? "" : saved;
+  const ScopedEnv dots_env("FIA_BF16_DOTS");
   for (const std::string env : {"0", "1"}) {
-    setenv("FIA_BF16_DOTS", env.c_str(), 1);
+    dots_env.set(env);
     const std::string json = dir + "/dots" + env + ".json";
     const CliResult r = run_fia({"bench", "--case", dir + "/case", "--threads", "1", "--repeat", "2", "--probe-rounds",
                                  "1", "--json", json});
@@ -91,8 +90,6 @@ TEST(FiaBench, SaysWhetherTheKernelsTakeBf16DotProducts) {
     std::ifstream f(json);
     EXPECT_EQ(nlohmann::json::parse(f)["bf16_dots"], taken) << env;
   }
-  if (saved == nullptr) unsetenv("FIA_BF16_DOTS");
-  else setenv("FIA_BF16_DOTS", before.c_str(), 1);
   fs::remove_all(dir);
 }
 

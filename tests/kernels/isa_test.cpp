@@ -13,6 +13,7 @@
 #include "support/expectations.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
+#include "support/scoped_env.hpp"
 
 namespace fia::test {
 namespace {
@@ -206,42 +207,41 @@ TEST(Isa, DispatchesToTheExpectedTarget) {
 // them, FIA_BF16_DOTS=0 (or set_bf16_dots(false)) nowhere; reset_bf16_dots reads the environment
 // again.
 TEST(Isa, Bf16DotsFollowTheCpuTheEnvironmentAndTheSetting) {
-  const char* saved = std::getenv("FIA_BF16_DOTS");
-  const std::string before = saved == nullptr ? "" : saved;
-  EXPECT_TRUE(!detail::bf16_dots_faster() || detail::bf16_dots_supported());
-  unsetenv("FIA_BF16_DOTS");
-  detail::reset_bf16_dots();
-  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
-  detail::set_bf16_dots(true);
-  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_supported());
-  detail::set_bf16_dots(false);
-  EXPECT_FALSE(detail::bf16_dots_enabled());
-  setenv("FIA_BF16_DOTS", "1", 1);
-  detail::reset_bf16_dots();
-  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_supported());
-  setenv("FIA_BF16_DOTS", "0", 1);
-  detail::reset_bf16_dots();
-  EXPECT_FALSE(detail::bf16_dots_enabled());
-  setenv("FIA_BF16_DOTS", "", 1);
-  detail::reset_bf16_dots();
-  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
-  EXPECT_TRUE(detail::bf16_dots_setting_valid());
-  // Any other value is an error plan() reports, naming the variable; set_bf16_dots overrides it.
-  setenv("FIA_BF16_DOTS", "off", 1);
-  detail::reset_bf16_dots();
-  EXPECT_FALSE(detail::bf16_dots_setting_valid());
-  EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
-  const TestCall call = build_call(CallSpec{}, 3);
-  Plan plan_out;
-  const Status st = plan(call.args, Options{}, &plan_out);
-  EXPECT_EQ(st.code, StatusCode::kInvalidArgument);
-  EXPECT_EQ(st.parameter, "FIA_BF16_DOTS") << st.to_string();
-  EXPECT_NE(st.message.find("'off'"), std::string::npos) << st.to_string();
-  detail::set_bf16_dots(false);
-  EXPECT_TRUE(detail::bf16_dots_setting_valid());
-  EXPECT_TRUE(plan(call.args, Options{}, &plan_out).ok());
-  if (saved == nullptr) unsetenv("FIA_BF16_DOTS");
-  else setenv("FIA_BF16_DOTS", before.c_str(), 1);
+  {  // FIA_BF16_DOTS back as it was at the end of the block, then read again
+    const ScopedEnv env("FIA_BF16_DOTS");
+    EXPECT_TRUE(!detail::bf16_dots_faster() || detail::bf16_dots_supported());
+    env.unset();
+    detail::reset_bf16_dots();
+    EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
+    detail::set_bf16_dots(true);
+    EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_supported());
+    detail::set_bf16_dots(false);
+    EXPECT_FALSE(detail::bf16_dots_enabled());
+    env.set("1");
+    detail::reset_bf16_dots();
+    EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_supported());
+    env.set("0");
+    detail::reset_bf16_dots();
+    EXPECT_FALSE(detail::bf16_dots_enabled());
+    env.set("");
+    detail::reset_bf16_dots();
+    EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
+    EXPECT_TRUE(detail::bf16_dots_setting_valid());
+    // Any other value is an error plan() reports, naming the variable; set_bf16_dots overrides it.
+    env.set("off");
+    detail::reset_bf16_dots();
+    EXPECT_FALSE(detail::bf16_dots_setting_valid());
+    EXPECT_EQ(detail::bf16_dots_enabled(), detail::bf16_dots_faster());
+    const TestCall call = build_call(CallSpec{}, 3);
+    Plan plan_out;
+    const Status st = plan(call.args, Options{}, &plan_out);
+    EXPECT_EQ(st.code, StatusCode::kInvalidArgument);
+    EXPECT_EQ(st.parameter, "FIA_BF16_DOTS") << st.to_string();
+    EXPECT_NE(st.message.find("'off'"), std::string::npos) << st.to_string();
+    detail::set_bf16_dots(false);
+    EXPECT_TRUE(detail::bf16_dots_setting_valid());
+    EXPECT_TRUE(plan(call.args, Options{}, &plan_out).ok());
+  }
   detail::reset_bf16_dots();
 }
 

@@ -31,13 +31,13 @@ inline std::vector<std::string> isa_params() {
 /// (detail::bf16_dots_enabled(); by default only where they are faster than fp32 FMAs) and the
 /// dispatched instruction set is an AVX-512 one.
 inline bool bf16_dots_run_here() {
-  return detail::bf16_dots_enabled() && std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
+  return detail::bf16_dots_enabled() && detail::kernel_isa_has_bf16_dots();
 }
 
 /// True when the kernels can take bf16 dot products here: the CPU has them and the dispatched
 /// instruction set is an AVX-512 one (whether the setting asks for them or not).
 inline bool bf16_dots_possible_here() {
-  return detail::bf16_dots_supported() && std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
+  return detail::bf16_dots_supported() && detail::kernel_isa_has_bf16_dots();
 }
 
 /// Asks for (true) or forbids (false) the bf16 dot products while in scope, whatever the CPU's

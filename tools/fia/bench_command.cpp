@@ -89,11 +89,11 @@ int bench_command(const BenchArgs& in) {
                                   },
                                   [&] { return bench::bf16_dot_peak_round(threads); }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
-  const bool avx512 = std::string(detail::kernel_isa()).rfind("AVX3", 0) == 0;
-  const bool dots_taken = avx512 && detail::bf16_dots_enabled();
+  const bool isa_has_dots = detail::kernel_isa_has_bf16_dots();
+  const bool dots_taken = isa_has_dots && detail::bf16_dots_enabled();
   const char* dots = !detail::bf16_dots_supported() ? "none on this CPU"
                      : dots_taken                    ? "taken"
-                     : !avx512                       ? "not taken by these kernels"
+                     : !isa_has_dots                 ? "not taken by these kernels"
                                                      : "not taken (FIA_BF16_DOTS=1 asks for them)";
   std::printf("fia bench: %d thread%s, kernels %s (bf16 dot products: %s), tensors on %s pages; each shape against "
               "the medians of %d probe rounds taken between its calls (decode: the read bandwidth of its own K/V "
