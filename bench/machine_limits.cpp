@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench/machine_limits.hpp"
+#include "cpu/amx.hpp"
 #include "cpu/full_quant.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/full_quant_products-inl.h"
@@ -328,6 +329,14 @@ double bf16_dot_peak_round(int threads) {
   if (!detail::bf16_dots_enabled()) return 0.0;
   return peak_round<float>(threads, [](std::int64_t iters, int t, float* sink) {
     return HWY_DYNAMIC_DISPATCH(Bf16DotChains)(iters, 1.0f + static_cast<float>(t), sink);
+  });
+}
+
+double amx_bf16_peak_round(int threads) {
+  if (!detail::amx_enabled()) return 0.0;
+  return peak_round<float>(threads, [](std::int64_t iters, int, float* sink) {
+    *sink = 0.0f;
+    return detail::amx_bf16_products(iters / 32);  // about as long as the FMA round
   });
 }
 

@@ -69,6 +69,12 @@ double int8_peak_round(int threads);
 /// them judge those FLOPs against it (Workload::dot_flops_per_call).
 double bf16_dot_peak_round(int threads);
 
+/// One round of the AMX bf16 peak in FLOP/s: `threads` workers running tdpbf16ps on
+/// register-resident tiles (detail::amx_bf16_products), about as long as fma_peak_round; 0 where
+/// the kernels take no AMX tiles (another CPU, or forbidden: detail::amx_enabled()). Workloads
+/// whose Q·Kᵀ runs on them judge those FLOPs against it (Workload::tile_flops_per_call).
+double amx_bf16_peak_round(int threads);
+
 /// Bytes of the last-level cache (Linux: sysfs, then sysconf; macOS: sysctl hw.l3cachesize, else
 /// at least 32 MiB from hw.l2cachesize; else 32 MiB).
 long last_level_cache_bytes();

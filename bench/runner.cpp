@@ -9,11 +9,13 @@
 namespace fia::bench {
 
 double roofline_seconds(double bytes, double flops, const MachineLimits& limits, bool* memory_bound,
-                        double dot_flops) {
+                        double dot_flops, double tile_flops) {
   const double memory = limits.read_bandwidth > 0 ? bytes / limits.read_bandwidth : 0.0;
   if (limits.bf16_dot_peak <= 0) dot_flops = 0.0;
-  const double compute = (limits.fma_peak > 0 ? (flops - dot_flops) / limits.fma_peak : 0.0) +
-                         (dot_flops > 0 ? dot_flops / limits.bf16_dot_peak : 0.0);
+  if (limits.amx_peak <= 0) tile_flops = 0.0;
+  const double compute = (limits.fma_peak > 0 ? (flops - dot_flops - tile_flops) / limits.fma_peak : 0.0) +
+                         (dot_flops > 0 ? dot_flops / limits.bf16_dot_peak : 0.0) +
+                         (tile_flops > 0 ? tile_flops / limits.amx_peak : 0.0);
   if (memory_bound) *memory_bound = memory >= compute;
   return std::max(memory, compute);
 }
@@ -29,6 +31,7 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
   m.flops_per_call = w.flops_per_call;
   m.int8_products = w.int8_products;
   m.dot_flops_per_call = w.dot_flops_per_call;
+  m.tile_flops_per_call = w.tile_flops_per_call;
   auto fail = [&m](const Status& s) {
     m.error = s.to_string();
     m.skipped = s.code == StatusCode::kUnsupported;
@@ -79,6 +82,7 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
     else if (probes.read_bandwidth) bandwidth.push_back(probes.read_bandwidth());
     if (compute_probe) compute.push_back(compute_probe());
     if (m.dot_flops_per_call > 0 && probes.bf16_dot_peak) m.dot_rounds.push_back(probes.bf16_dot_peak());
+    if (m.tile_flops_per_call > 0 && probes.amx_peak) m.amx_rounds.push_back(probes.amx_peak());
     ++rounds;
     return w.decode ? call(w.copies[copy % n]->args) : Status{};
   };
@@ -100,12 +104,15 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
   m.fma_peak = summarize(m.peak_rounds);
   m.int8_peak = summarize(m.int8_rounds);
   m.bf16_dot_peak = summarize(m.dot_rounds);
-  const MachineLimits limits{m.read_bandwidth.median, m.compute_peak().median, m.bf16_dot_peak.median};
+  m.amx_peak = summarize(m.amx_rounds);
+  const MachineLimits limits{m.read_bandwidth.median, m.compute_peak().median, m.bf16_dot_peak.median,
+                             m.amx_peak.median};
   std::sort(times.begin(), times.end());
   m.median_s = times[times.size() / 2];
   m.min_s = times.front();
   m.rate = w.decode ? w.bytes_per_call / m.median_s : w.flops_per_call / m.median_s;
-  m.roofline_s = roofline_seconds(w.bytes_per_call, w.flops_per_call, limits, &m.memory_bound, w.dot_flops_per_call);
+  m.roofline_s = roofline_seconds(w.bytes_per_call, w.flops_per_call, limits, &m.memory_bound, w.dot_flops_per_call,
+                                  w.tile_flops_per_call);
   m.fraction = m.roofline_s / m.median_s;
   return m;
 }

@@ -14,13 +14,15 @@ struct MachineLimits {
   double read_bandwidth = 0.0;  ///< bytes / s
   double fma_peak = 0.0;        ///< FLOP / s (int8 operations / s for int8 products)
   double bf16_dot_peak = 0.0;   ///< FLOP / s of bf16 dot products (0: none)
+  double amx_peak = 0.0;        ///< FLOP / s of AMX bf16 tiles (0: none)
 };
 
 /// The roofline time of a call: max(bytes / read bandwidth, FLOPs / FMA peak) in seconds (one
 /// rule for decode and prefill); `memory_bound` tells which term is the larger. 0 without limits.
-/// Of the FLOPs, `dot_flops` run as bf16 dot products: they take dot_flops / bf16_dot_peak.
+/// Of the FLOPs, `dot_flops` run as bf16 dot products: they take dot_flops / bf16_dot_peak; and
+/// `tile_flops` on AMX tiles: they take tile_flops / amx_peak.
 double roofline_seconds(double bytes, double flops, const MachineLimits& limits, bool* memory_bound,
-                        double dot_flops = 0.0);
+                        double dot_flops = 0.0, double tile_flops = 0.0);
 
 /// One round of each machine probe (bytes / s, FLOP / s, int8 operations / s; an empty function
 /// is not probed), taken between a workload's calls: `rounds` of each per workload, the first
@@ -29,7 +31,8 @@ double roofline_seconds(double bytes, double flops, const MachineLimits& limits,
 /// the medians of the rounds taken while it ran rather than against one probe at the start.
 /// Workloads of int8 products (Workload::int8_products) take `int8_peak` rounds instead of
 /// `fma_peak` ones; workloads with bf16 dot products (Workload::dot_flops_per_call) take
-/// `bf16_dot_peak` rounds besides them. Decode workloads with cold copies take `read_ranges` rounds over their own K/V
+/// `bf16_dot_peak` rounds besides them, and those with AMX tiles (Workload::tile_flops_per_call)
+/// `amx_peak` rounds. Decode workloads with cold copies take `read_ranges` rounds over their own K/V
 /// copies (kv_ranges, the next timed call's copy first) instead of `read_bandwidth` ones: on the
 /// Zen 4 VM buffers of the same process read at different rates (K/V copies of D2 in one process:
 /// 23.6-29.1 GB/s, the slowest copy taking D2 7.58 ms and the fastest 5.95), so a probe over a
@@ -40,6 +43,7 @@ struct LimitProbes {
   std::function<double()> int8_peak;
   std::function<double(const std::vector<ByteRange>&)> read_ranges;
   std::function<double()> bf16_dot_peak;
+  std::function<double()> amx_peak;
 };
 
 struct Measurement {
@@ -53,9 +57,12 @@ struct Measurement {
   double rate = 0.0;        ///< decode: bytes_per_call / median_s; prefill: FLOP / s
   bool int8_products = false;  ///< Workload::int8_products: judged against int8_peak, not fma_peak
   double dot_flops_per_call = 0.0;  ///< Workload::dot_flops_per_call
-  std::vector<double> bandwidth_rounds, peak_rounds, int8_rounds, dot_rounds;  ///< the rounds taken between the calls
+  double tile_flops_per_call = 0.0;  ///< Workload::tile_flops_per_call
+  /// the rounds taken between the calls
+  std::vector<double> bandwidth_rounds, peak_rounds, int8_rounds, dot_rounds, amx_rounds;
   bool bandwidth_of_kv = false;  ///< the bandwidth rounds read the workload's own K/V copies
-  Probe read_bandwidth, fma_peak, int8_peak, bf16_dot_peak;  ///< their summaries (bytes / s, FLOP / s, int8 ops / s)
+  /// their summaries (bytes / s, FLOP / s, int8 ops / s)
+  Probe read_bandwidth, fma_peak, int8_peak, bf16_dot_peak, amx_peak;
   /// The compute peak the workload is judged against: int8_peak for int8 products, else fma_peak.
   const Probe& compute_peak() const { return int8_products ? int8_peak : fma_peak; }
   double roofline_s = 0.0;  ///< roofline_seconds of the call against the probes' medians

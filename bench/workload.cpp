@@ -18,6 +18,7 @@
 #include "args/tensor_slots.hpp"
 #include "fia/io/case_dir.hpp"
 #include "io/json_text.hpp"
+#include "cpu/amx.hpp"
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
 #include "numeric/half.hpp"
@@ -194,33 +195,37 @@ double bytes_read(const detail::Problem& p) {
 namespace {
 
 /// The shares of the cells (packed rows x columns of the items) of `p` whose Q·Kᵀ and whose P·V
-/// the kernels run as bf16 dot products (cpu/bf16_dots-inl.h), as a plan made now would, on an
-/// AVX-512 instruction set: Q·Kᵀ of in-place and other wide items (detail::bf16_key_dots,
-/// bf16_wide_key_dots), and P·V of those items where P is E rounded to bf16 (bf16_value_dots; the
-/// few products they take in fp32, of non-finite V rows and subnormal P, count as dot products).
-/// Narrow (decode) items take none.
-struct DotShares {
-  double keys = 0.0, values = 0.0;
+/// the kernels run as bf16 dot products (cpu/bf16_dots-inl.h) or on AMX tiles (cpu/amx.hpp), as
+/// a plan made now would, on an AVX-512 instruction set: Q·Kᵀ of in-place items as dot products
+/// (detail::bf16_key_dots), that of other wide items on tiles (amx_wide_keys) or else as dot
+/// products (bf16_wide_key_dots), and P·V of those items where P is E rounded to bf16
+/// (bf16_value_dots; the few products they take in fp32, of non-finite V rows and subnormal P,
+/// count as dot products). Narrow (decode) items take neither.
+struct ProductShares {
+  double dot_keys = 0.0, dot_values = 0.0, tile_keys = 0.0;
 };
 
-DotShares dot_shares(detail::Problem p) {
-  p.bf16_dots = detail::bf16_dots_enabled();  // as plan() sets it
-  if (!detail::bf16_key_dots(p) || !detail::kernel_isa_has_bf16_dots()) return {};
+ProductShares product_shares(detail::Problem p) {
+  p.bf16_dots = detail::bf16_dots_enabled();  // as plan() sets them
+  p.amx = detail::amx_enabled();
+  const bool tiles = detail::amx_wide_keys(p);
+  if (!(detail::bf16_key_dots(p) || tiles) || !detail::kernel_isa_has_bf16_dots()) return {};
   const detail::CpuPlan plan = detail::make_cpu_plan(p, 1);
   double all = 0.0;
-  DotShares d;
+  ProductShares d;
   auto add = [&](const detail::WorkItem& it) {
     const double cells = static_cast<double>(detail::packed_rows(it) * (it.col_end - it.col_begin));
     all += cells;
-    const bool in_place = detail::runs_in_place(plan, it);
-    if (in_place || (detail::is_wide(it) && detail::bf16_wide_key_dots(p))) {
-      d.keys += cells;
-      if (detail::bf16_value_dots(p)) d.values += cells;
-    }
+    const bool in_place = detail::runs_in_place(plan, it), wide = !in_place && detail::is_wide(it);
+    if (in_place && detail::bf16_key_dots(p)) d.dot_keys += cells;
+    if (wide && tiles) d.tile_keys += cells;
+    if (wide && !tiles && detail::bf16_wide_key_dots(p)) d.dot_keys += cells;
+    if ((in_place || (wide && (tiles || detail::bf16_wide_key_dots(p)))) && detail::bf16_value_dots(p))
+      d.dot_values += cells;
   };
   for (const detail::WorkItem& it : plan.items) add(it);
   for (const detail::SplitGroup& g : plan.splits) add(g.item);
-  if (all > 0) d.keys /= all, d.values /= all;
+  if (all > 0) d.dot_keys /= all, d.dot_values /= all, d.tile_keys /= all;
   return d;
 }
 
@@ -244,9 +249,10 @@ bool describe_work(Workload& w) {
   w.flops_per_call = 2.0 * static_cast<double>(p.num_heads) * cells * static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim) *
                      (causal ? 0.5 : 1.0);
   w.decode = max_q <= 16;
-  const DotShares dots = dot_shares(p);
+  const ProductShares shares = product_shares(p);
   const double kw = static_cast<double>(p.qk_dim + p.rope_dim), vd = static_cast<double>(p.v_dim);
-  w.dot_flops_per_call = w.flops_per_call * (kw * dots.keys + vd * dots.values) / (kw + vd);
+  w.dot_flops_per_call = w.flops_per_call * (kw * shares.dot_keys + vd * shares.dot_values) / (kw + vd);
+  w.tile_flops_per_call = w.flops_per_call * kw * shares.tile_keys / (kw + vd);
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/plan_state.hpp"
+#include "cpu/amx.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/run.hpp"
 #include "cpu/threads.hpp"
@@ -246,6 +247,12 @@ static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_p
             "must be 0 (fp32 multiply-adds), 1 (bf16 dot products where the CPU has them) or unset (where they are "
             "faster), got '" + std::string(env == nullptr ? "" : env) + "'"};
   }
+  if (!detail::amx_setting_valid()) {
+    const char* env = std::getenv("FIA_AMX");
+    return {StatusCode::kInvalidArgument, "FIA_AMX",
+            "must be 0 (no AMX tiles), 1 or unset (AMX tiles where the CPU has them), got '" +
+                std::string(env == nullptr ? "" : env) + "'"};
+  }
   if (options.threads < 0 || options.threads > kMaxThreads)
     return {StatusCode::kInvalidArgument, "threads",
             "threads must be in [0, " + std::to_string(kMaxThreads) + "], got " + std::to_string(options.threads)};
@@ -257,6 +264,7 @@ static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_p
   if (!st.ok()) return st;
   state->threads = options.threads > 0 ? options.threads : detail::default_threads();
   state->problem.bf16_dots = detail::bf16_dots_enabled();
+  state->problem.amx = detail::amx_enabled();
   if (state->backend == Backend::kCpu) state->cpu = detail::make_cpu_plan(state->problem, state->threads);
   *out_plan = detail::PlanAccess::make(std::move(state));
   return Status::Ok();

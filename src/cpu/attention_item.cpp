@@ -16,6 +16,7 @@
 
 #include "cpu/item_common.hpp"
 
+#include "cpu/amx.hpp"
 #include "cpu/antiquant.hpp"
 #include "numeric/post_quant.hpp"
 #include "reference/reference.hpp"
@@ -53,7 +54,7 @@ ItemKernels kernels_for(const Problem& p) {
   k.wide_accumulate = &wide_accumulate<KvSrc>;
 #ifdef FIA_BF16_DOTS
   if constexpr (std::is_same_v<QSrc, BF16Src> && std::is_same_v<KvSrc, BF16Src>)
-    if (bf16_wide_key_dots(p)) {
+    if (bf16_wide_key_dots(p) || amx_wide_keys(p)) {
       k.wide_scores = &wide_pair_scores<QSrc, KvSrc>;
       if (bf16_value_dots(p)) {
         k.wide_accumulate = &wide_pair_accumulate;

@@ -1,9 +1,10 @@
 #include "cpu/isa.hpp"
 
+#include "cpu/env_switch.hpp"
+
 #include <hwy/targets.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -25,20 +26,9 @@ std::int64_t target_of(const std::string& name) {
   return 0;
 }
 
-/// The bf16 dot-product setting: -1 the CPU's default (bf16_dots_faster()), 0 off, 1 on, -2 an
-/// FIA_BF16_DOTS other than 0, 1 or empty (plan() rejects it; the default until then).
-constexpr int kDefaultDots = -1, kInvalidDots = -2;
-
-int bf16_dots_from_env() {
-  const char* env = std::getenv("FIA_BF16_DOTS");
-  if (env == nullptr || *env == '\0') return kDefaultDots;
-  const std::string v(env);
-  return v == "0" ? 0 : v == "1" ? 1 : kInvalidDots;
-}
-
-std::atomic<int>& bf16_dots_setting() {
-  static std::atomic<int> setting{bf16_dots_from_env()};
-  return setting;
+EnvSwitch& bf16_dots_switch() {
+  static EnvSwitch s("FIA_BF16_DOTS");
+  return s;
 }
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -77,16 +67,13 @@ bool bf16_dots_faster() {
 #endif
 }
 
-bool bf16_dots_enabled() {
-  const int setting = bf16_dots_setting().load(std::memory_order_relaxed);
-  return bf16_dots_supported() && (setting < 0 ? bf16_dots_faster() : setting == 1);
-}
+bool bf16_dots_enabled() { return bf16_dots_supported() && bf16_dots_switch().on(bf16_dots_faster()); }
 
-bool bf16_dots_setting_valid() { return bf16_dots_setting().load(std::memory_order_relaxed) != kInvalidDots; }
+bool bf16_dots_setting_valid() { return bf16_dots_switch().valid(); }
 
-void set_bf16_dots(bool on) { bf16_dots_setting().store(on ? 1 : 0); }
+void set_bf16_dots(bool on) { bf16_dots_switch().set(on); }
 
-void reset_bf16_dots() { bf16_dots_setting().store(bf16_dots_from_env()); }
+void reset_bf16_dots() { bf16_dots_switch().reset(); }
 
 bool apply_isa_cap_from_env() {
   static std::once_flag once;

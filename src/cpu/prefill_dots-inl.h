@@ -6,7 +6,8 @@
 // interleaved into token pairs. Register blocks of 4 row vectors x 6 columns (24 accumulators), as
 // the fp32 kernel's (prefill-inl.h). A score, or a tile's share of an output element, is one chain
 // of dot products in order, whichever block it falls in, so paged, contiguous and NZ caches and any
-// thread count give the same bits.
+// thread count give the same bits. Where the CPU has AMX tiles (amx_wide_keys, cpu/amx.hpp), Q·Kᵀ
+// takes tdpbf16ps instead, from the same packed query and the same K rows, tile by tile.
 // Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets
 // foreach_target re-include it once per target).
 #if defined(FIA_CPU_PREFILL_DOTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -119,10 +120,26 @@ HWY_INLINE void pair_run_scores(DF df, const Problem& p, const std::uint32_t* qp
   pair_panel(df, qp, Rp, Rp, parts, run.count, st, ldo, p.scale, false);
 }
 
-/// Phase A of a wide item over bf16 rows: wide_scores with Q·Kᵀ as bf16 dot products reading the
-/// K rows where they are stored. The query pairs lie in the K tile buffer (tile.cols x kw floats;
-/// Rp x kw / 2 words). A query that the dot products would not give the fp32 results for
-/// (query_pairs: subnormal, infinite, NaN, 2^64 or more) takes wide_scores.
+/// pair_run_scores on AMX tiles (amx_wide_keys, cpu/amx.hpp): the sums of the run's tokens taken
+/// as whole tiles of 16 tokens x 16 rows, then scaled and saturated in place.
+HWY_INLINE void tile_run_scores(DF df, const Problem& p, const std::uint32_t* qp, std::int64_t Rp, const KvRun& run,
+                                float* st, std::int64_t ldo) {
+  const AmxKeyPart parts[2] = {{run.key, run.key_stride * 2, p.qk_dim / 2, 0},
+                               {run.key_rope, run.rope_stride * 2, p.rope_dim / 2, p.qk_dim / 2}};
+  amx_key_sums(qp, Rp, Rp, parts, run.count, st, ldo);
+  const VF vs = hn::Set(df, p.scale);
+  for (std::int64_t t = 0; t < run.count; ++t)
+    for (std::int64_t r = 0; r < Rp; r += 16) {
+      float* o = st + t * ldo + r;
+      hn::Store(saturate_scores(df, hn::Mul(hn::Load(df, o), vs)), df, o);
+    }
+}
+
+/// Phase A of a wide item over bf16 rows: wide_scores with Q·Kᵀ as bf16 dot products, or on AMX
+/// tiles where the plan takes them (amx_wide_keys), reading the K rows where they are stored. The
+/// query pairs lie in the K tile buffer (tile.cols x kw floats; Rp x kw / 2 words). A query that
+/// the dot products would not give the fp32 results for (query_pairs: subnormal, infinite, NaN,
+/// 2^64 or more) takes wide_scores.
 template <class QSrc, class Src>
 void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                       float* m) {
@@ -141,7 +158,11 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
-      pair_run_scores(df, p, qp, Rp, run, st + c * sv.col_stride, sv.col_stride);
+      if (amx_wide_keys(p)) {
+        tile_run_scores(df, p, qp, Rp, run, st + c * sv.col_stride, sv.col_stride);
+      } else {
+        pair_run_scores(df, p, qp, Rp, run, st + c * sv.col_stride, sv.col_stride);
+      }
     });
     finish_score_tile(df, p, it, sv, c0, nc, m);
   }

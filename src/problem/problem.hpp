@@ -256,6 +256,8 @@ struct Problem {
   /// Set by plan(): the kernels may take bf16 dot products (cpu/isa.hpp bf16_dots_enabled() at
   /// plan time), so that a plan computes one way however the switch changes while it runs.
   bool bf16_dots = false;
+  /// Set by plan(): the kernels may take AMX tiles (cpu/amx.hpp amx_enabled() at plan time).
+  bool amx = false;
 
   /// FIA-SPEC 19: the query is empty; nothing was validated and nothing is computed. out_shape is
   /// the query's shape in the output layout (the query's own shape when the layout is unknown).
@@ -324,10 +326,20 @@ struct Problem {
   bool kv_heads_interleaved() const;
 };
 
-/// True when Q·Kᵀ of `p` may take bf16 dot products (cpu/bf16_dots-inl.h): bf16 query and K rows
-/// (float KV, no antiquant), planned where they are taken (Problem::bf16_dots, cpu/isa.hpp).
-inline bool bf16_key_dots(const Problem& p) {
-  return p.bf16_dots && p.dtype == DType::BF16 && p.kv_dtype == DType::BF16 && p.kv_format == KvFormat::kFloat;
+/// True when the query and the K rows of `p` are bf16 (float KV, no antiquant).
+inline bool bf16_key_rows(const Problem& p) {
+  return p.dtype == DType::BF16 && p.kv_dtype == DType::BF16 && p.kv_format == KvFormat::kFloat;
+}
+
+/// True when Q·Kᵀ of `p` may take bf16 dot products (cpu/bf16_dots-inl.h): bf16_key_rows,
+/// planned where they are taken (Problem::bf16_dots, cpu/isa.hpp).
+inline bool bf16_key_dots(const Problem& p) { return p.bf16_dots && bf16_key_rows(p); }
+
+/// True when Q·Kᵀ of the wide (prefill) items of `p` that do not run in place takes AMX tiles
+/// (cpu/amx.hpp, cpu/prefill_dots-inl.h): bf16_key_rows, planned where they are taken
+/// (Problem::amx), with key and rope dims in whole chunks of 32 (one tile row of K).
+inline bool amx_wide_keys(const Problem& p) {
+  return p.amx && bf16_key_rows(p) && p.qk_dim % 32 == 0 && p.rope_dim % 32 == 0;
 }
 
 /// True when Q·Kᵀ of the wide (prefill) items of `p` takes them (cpu/prefill_dots-inl.h):

@@ -1,6 +1,7 @@
 // fia bench's roofline for workloads whose Q·Kᵀ the kernels run as bf16 dot products
-// (cpu/bf16_dots-inl.h): those FLOPs take their time at the bf16 dot-product peak, which the
-// workload probes besides the FMA peak.
+// (cpu/bf16_dots-inl.h) or on AMX tiles (cpu/amx.hpp): those FLOPs take their time at the bf16
+// dot-product peak or the AMX one, which the workload probes besides the FMA peak. The dot-product
+// tests forbid the tiles, which would take Q·Kᵀ of wide items from them.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -22,6 +23,14 @@ bench::Workload shape(const std::string& name) {
   return w.empty() ? bench::Workload{} : std::move(w[0]);
 }
 
+/// Two calls of `w` on the cpu backend (2 workers) measured against `probes`.
+bench::Measurement measured(bench::Workload& w, const bench::LimitProbes& probes) {
+  Options opt;
+  opt.threads = 2;
+  opt.backend = Backend::kCpu;
+  return bench::measure(w, opt, 2, probes, nullptr);
+}
+
 // FLOPs the kernels run as bf16 dot products take their time at the dot-product peak, the others
 // at the FMA peak; without a dot-product peak every FLOP takes the FMA peak.
 TEST(BenchRoofline, DotProductFlopsTakeTheDotProductPeak) {
@@ -31,11 +40,22 @@ TEST(BenchRoofline, DotProductFlopsTakeTheDotProductPeak) {
   EXPECT_DOUBLE_EQ(bench::roofline_seconds(40e6, 4e9, bench::MachineLimits{20e9, 400e9}, &memory, 2e9), 0.01);
 }
 
+// FLOPs on AMX tiles take their time at the AMX peak; without one, at the FMA peak.
+TEST(BenchRoofline, TileFlopsTakeTheAmxPeak) {
+  bool memory = true;
+  EXPECT_NEAR(bench::roofline_seconds(40e6, 4e9, bench::MachineLimits{20e9, 400e9, 800e9, 4e12}, &memory, 1e9, 2e9),
+              0.00425, 1e-15);  // 2.5 ms of fp32 FLOPs, 1.25 ms of dot products, 0.5 ms of tiles
+  EXPECT_FALSE(memory);
+  EXPECT_NEAR(bench::roofline_seconds(40e6, 4e9, bench::MachineLimits{20e9, 400e9, 800e9}, &memory, 1e9, 2e9),
+              0.00875, 1e-15);  // the tiles' FLOPs at the FMA peak
+}
+
 // Decode MLA (D6: bf16, 16 rows per item, in place, P rounded to bf16) runs both products as bf16
 // dot products where the CPU has them on AVX-512: all its FLOPs are judged against the dot-product
 // peak, whose rounds the workload takes besides the FMA peak's. Forbidden, or on another
 // instruction set, there are none; bf16 decode of one row per item (D4) never takes them.
 TEST(BenchRoofline, DecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
+  const ScopedAmx no_tiles(false);
   EXPECT_EQ(shape("D4").dot_flops_per_call, 0.0);
   {
     const ScopedBf16Dots off(false);
@@ -47,12 +67,8 @@ TEST(BenchRoofline, DecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
   EXPECT_DOUBLE_EQ(w.dot_flops_per_call, dots ? w.flops_per_call : 0.0);
   if (!dots) GTEST_SKIP() << "no bf16 dot products on this CPU";
   int dot_rounds = 0;
-  bench::LimitProbes probes{[] { return 1e15; }, [] { return 1e12; }, 3, nullptr, nullptr,
-                            [&] { ++dot_rounds; return 2e12; }};
-  Options opt;
-  opt.threads = 2;
-  opt.backend = Backend::kCpu;
-  const bench::Measurement m = bench::measure(w, opt, 2, probes, nullptr);
+  const bench::Measurement m = measured(w, {[] { return 1e15; }, [] { return 1e12; }, 3, nullptr, nullptr,
+                                            [&] { ++dot_rounds; return 2e12; }, nullptr});
   ASSERT_TRUE(m.error.empty()) << m.error;
   EXPECT_EQ(dot_rounds, 3);
   EXPECT_EQ(m.bf16_dot_peak.median, 2e12);
@@ -63,6 +79,7 @@ TEST(BenchRoofline, DecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
 // multiply-adds: its Q·Kᵀ FLOPs (head dim 128 of 128 + 128) are judged against the dot-product
 // peak. fp16 prefill (P1) takes none.
 TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheBf16DotProductPeak) {
+  const ScopedAmx no_tiles(false);
   EXPECT_EQ(shape("P1").dot_flops_per_call, 0.0);
   {
     const ScopedBf16Dots off(false);
@@ -71,6 +88,34 @@ TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheBf16DotProductPeak) {
   const ScopedBf16Dots on(true);
   const bench::Workload w = shape("P3");
   EXPECT_DOUBLE_EQ(w.dot_flops_per_call, bf16_dots_run_here() ? w.flops_per_call / 2 : 0.0);
+  EXPECT_EQ(w.tile_flops_per_call, 0.0);
+}
+
+// Where the CPU has AMX tiles, bf16 prefill (P3) runs Q·Kᵀ on them (and P·V, P kept in f32, as
+// fp32 multiply-adds): its Q·Kᵀ FLOPs are judged against the AMX peak, whose rounds the workload
+// takes besides the FMA peak's. fp16 prefill (P1) and bf16 decode (D4) take none, nor P3 with
+// the tiles forbidden.
+TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheAmxPeak) {
+  const ScopedBf16Dots no_dots(false);
+  {
+    const ScopedAmx off(false);
+    EXPECT_EQ(shape("P3").tile_flops_per_call, 0.0);
+  }
+  const ScopedAmx on(true);
+  EXPECT_EQ(shape("P1").tile_flops_per_call, 0.0);
+  EXPECT_EQ(shape("D4").tile_flops_per_call, 0.0);
+  bench::Workload w = shape("P3");
+  const bool tiles = amx_runs_here();
+  EXPECT_DOUBLE_EQ(w.tile_flops_per_call, tiles ? w.flops_per_call / 2 : 0.0);
+  EXPECT_EQ(w.dot_flops_per_call, 0.0);
+  if (!tiles) GTEST_SKIP() << "no AMX tiles for the kernels here";
+  int amx_rounds = 0;
+  const bench::Measurement m = measured(w, {[] { return 1e15; }, [] { return 1e12; }, 3, nullptr, nullptr, nullptr,
+                                            [&] { ++amx_rounds; return 8e12; }});
+  ASSERT_TRUE(m.error.empty()) << m.error;
+  EXPECT_EQ(amx_rounds, 3);
+  EXPECT_EQ(m.amx_peak.median, 8e12);
+  EXPECT_DOUBLE_EQ(m.roofline_s, (w.flops_per_call - w.tile_flops_per_call) / 1e12 + w.tile_flops_per_call / 8e12);
 }
 
 // Where a row may exclude keys (a full mask, pse), bf16 prefill still takes the dot products for
@@ -88,6 +133,7 @@ TEST(BenchRoofline, MaskedBf16PrefillJudgesBothProductsAgainstTheBf16DotProductP
                    "pse_shift": ["BF16", [1, 8, 64, 300]]}}]})";
   }
   const ScopedBf16Dots on(true);
+  const ScopedAmx no_tiles(false);
   const auto loaded = bench::load_shapes(file, {});
   ASSERT_EQ(loaded.size(), 2u);
   for (const bench::Workload& w : loaded) {
@@ -110,12 +156,25 @@ TEST(BenchRoofline, ItemsOfEachKindCountByTheirCells) {
       "tensors": {"query": ["BF16", [3, 16, 8, 64]], "key": ["BF16", [3, 300, 2, 64]], "value": ["BF16", [3, 300, 2, 64]]}}]})";
   }
   const ScopedBf16Dots on(true);
+  {
+    const ScopedAmx no_tiles(false);
+    auto loaded = bench::load_shapes(file, {});
+    ASSERT_EQ(loaded.size(), 1u);
+    if (!bf16_dots_run_here()) GTEST_SKIP() << "no bf16 dot products on this CPU";
+    // Cells over 300 keys: one narrow item of 2 KV heads x 4 heads x 1 row (8), two in place of
+    // 4 heads x 4 rows (16 each), two wide of 4 heads x 16 rows (64 each).
+    EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call,
+                     loaded[0].flops_per_call * (2 * 16.0 + 2 * 64.0) / (8.0 + 2 * 16.0 + 2 * 64.0));
+    EXPECT_EQ(loaded[0].tile_flops_per_call, 0.0);
+  }
+  // With AMX tiles the wide items' Q·Kᵀ (half their FLOPs: head dims of 64 and 64) moves to them.
+  const ScopedAmx tiles(true);
   auto loaded = bench::load_shapes(file, {});
   ASSERT_EQ(loaded.size(), 1u);
-  if (!bf16_dots_run_here()) GTEST_SKIP() << "no bf16 dot products on this CPU";
-  // Cells over 300 keys: one narrow item of 2 KV heads x 4 heads x 1 row (8), two in place of
-  // 4 heads x 4 rows (16 each), two wide of 4 heads x 16 rows (64 each).
-  EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call, loaded[0].flops_per_call * (2 * 16.0 + 2 * 64.0) / (8.0 + 2 * 16.0 + 2 * 64.0));
+  if (!amx_runs_here()) GTEST_SKIP() << "no AMX tiles for the kernels here";
+  const double all = loaded[0].flops_per_call, cells = 8.0 + 2 * 16.0 + 2 * 64.0;
+  EXPECT_DOUBLE_EQ(loaded[0].tile_flops_per_call, all / 2 * (2 * 64.0) / cells);
+  EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call, all / 2 * (2 * 16.0) / cells + all / 2 * (2 * 16.0 + 2 * 64.0) / cells);
 }
 
 }  // namespace

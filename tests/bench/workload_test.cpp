@@ -337,7 +337,7 @@ TEST(BenchRoofline, EachShapeIsJudgedAgainstProbeRoundsTakenBetweenItsCalls) {
                               order += 'p';
                               return next += 10e9;  // 10, 20, ... GB/s: the median is the 4th of 6
                             },
-                            [] { return 1e18; }, 6, nullptr, nullptr, nullptr};
+                            [] { return 1e18; }, 6, nullptr, nullptr, nullptr, nullptr};
   Options opt;
   opt.threads = 1;
   opt.backend = Backend::kCpu;
@@ -388,7 +388,7 @@ TEST(BenchRoofline, Int8ProductsAreJudgedAgainstTheInt8Peak) {
 
   int fma_rounds = 0, int8_rounds = 0;
   bench::LimitProbes probes{[] { return 1e15; }, [&] { ++fma_rounds; return 1e9; }, 3,
-                            [&] { ++int8_rounds; return 4e9; }, nullptr, nullptr};
+                            [&] { ++int8_rounds; return 4e9; }, nullptr, nullptr, nullptr};
   Options opt;
   opt.threads = 1;
   opt.backend = Backend::kCpu;
@@ -427,7 +427,7 @@ TEST(BenchRoofline, DecodeBandwidthIsReadOverItsOwnKvCopiesNextCallsFirst) {
                               round_first.push_back(ranges.front().data);
                               return 20e9;
                             },
-                            nullptr};
+                            nullptr, nullptr};
   Options opt;
   opt.threads = 1;
   opt.backend = Backend::kCpu;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/amx.hpp"
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
 #include "fia/half.hpp"
@@ -300,6 +301,24 @@ TEST(PrefillBf16Dots, TakenWhenAskedForAndNotWhenForbidden) {
   const Outputs dots = run_with_bf16_dots(call.args, true), fp32 = run_with_bf16_dots(call.args, false);
   EXPECT_EQ(dots.softmax_lse.bytes, fp32.softmax_lse.bytes);
   EXPECT_NE(dots.attention_out.bytes, fp32.attention_out.bytes);
+}
+
+// Where the CPU has AMX tiles, bf16 prefill takes them for Q·Kᵀ when asked for: other bits for
+// the LSE than without them (the sums in another order), the same bits run after run; with key
+// dims not in whole chunks of 32 (48) it does not take them, and the bits do not change.
+TEST(PrefillAmx, TakenWhenAskedForWithKeyDimsInChunksOf32) {
+  if (!detail::amx_bf16_supported() || !detail::kernel_isa_has_bf16_dots())
+    GTEST_SKIP() << "no AMX tiles for the kernels here (" << detail::kernel_isa() << ")";
+  const TestCall call = build_call(prefill(8, 2, 64, 300), 21);
+  const Outputs tiles = run_with_bf16_dots(call.args, false, true);
+  EXPECT_NE(tiles.softmax_lse.bytes, run_with_bf16_dots(call.args, false, false).softmax_lse.bytes);
+  EXPECT_EQ(tiles.softmax_lse.bytes, run_with_bf16_dots(call.args, false, true).softmax_lse.bytes);
+  EXPECT_EQ(tiles.attention_out.bytes, run_with_bf16_dots(call.args, false, true).attention_out.bytes);
+  CallSpec odd = prefill(8, 2, 64, 300);
+  odd.qk_dim = 48;
+  const TestCall odd_call = build_call(odd, 22);
+  EXPECT_EQ(run_with_bf16_dots(odd_call.args, false, true).softmax_lse.bytes,
+            run_with_bf16_dots(odd_call.args, false, false).softmax_lse.bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, PrefillDotsPerIsa, ::testing::ValuesIn(isa_params()),

@@ -9,6 +9,7 @@
 #include "bench/machine_limits.hpp"
 #include "bench/runner.hpp"
 #include "commands.hpp"
+#include "cpu/amx.hpp"
 #include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/threads.hpp"
@@ -59,6 +60,10 @@ int bench_command(const BenchArgs& in) {
     print_error("FIA_BF16_DOTS", "must be 0, 1 or unset");
     return kExitRejected;
   }
+  if (!detail::amx_setting_valid()) {
+    print_error("FIA_AMX", "must be 0, 1 or unset");
+    return kExitRejected;
+  }
   if (!args.isa.empty() && !detail::force_isa(args.isa)) {
     std::string names;
     for (const auto& n : detail::available_isas()) names += (names.empty() ? "" : ", ") + n;
@@ -87,7 +92,8 @@ int bench_command(const BenchArgs& in) {
                                   [&](const std::vector<bench::ByteRange>& kv) {
                                     return bench::read_bandwidth_round(threads, kv);
                                   },
-                                  [&] { return bench::bf16_dot_peak_round(threads); }};
+                                  [&] { return bench::bf16_dot_peak_round(threads); },
+                                  [&] { return bench::amx_bf16_peak_round(threads); }};
   const double cold_bytes = 4.0 * static_cast<double>(bench::last_level_cache_bytes());
   const bool isa_has_dots = detail::kernel_isa_has_bf16_dots();
   const bool dots_taken = isa_has_dots && detail::bf16_dots_enabled();
@@ -95,13 +101,18 @@ int bench_command(const BenchArgs& in) {
                      : dots_taken                    ? "taken"
                      : !isa_has_dots                 ? "not taken by these kernels"
                                                      : "not taken (FIA_BF16_DOTS=1 asks for them)";
-  std::printf("fia bench: %d thread%s, kernels %s (bf16 dot products: %s), tensors on %s pages; each shape against "
-              "the medians of %d probe rounds taken between its calls (decode: the read bandwidth of its own K/V "
-              "copies)\n",
-              threads, threads == 1 ? "" : "s", detail::kernel_isa(), dots, args.pages.c_str(), probes.rounds);
+  const bool tiles_taken = isa_has_dots && detail::amx_enabled();
+  const char* tiles = !detail::amx_bf16_supported() ? "none on this CPU"
+                      : tiles_taken                  ? "taken"
+                      : !isa_has_dots                ? "not taken by these kernels"
+                                                     : "forbidden by FIA_AMX=0";
+  std::printf("fia bench: %d thread%s, kernels %s (bf16 dot products: %s; AMX tiles: %s), tensors on %s pages; each "
+              "shape against the medians of %d probe rounds taken between its calls (decode: the read bandwidth of its "
+              "own K/V copies)\n",
+              threads, threads == 1 ? "" : "s", detail::kernel_isa(), dots, tiles, args.pages.c_str(), probes.rounds);
   std::printf("%-6s %10s %11s %9s %10s %9s %7s %6s %8s  %s\n", "shape", "median ms", "roofline ms", "of it", "MB read",
               "GFLOP", "bound", "GB/s", "GFLOP/s", "what");
-  std::vector<double> all_bandwidth, all_peak, all_int8, all_dot;  // every round of the run, for its summary
+  std::vector<double> all_bandwidth, all_peak, all_int8, all_dot, all_amx;  // every round of the run, for its summary
 
   Options opt;
   opt.threads = threads;
@@ -139,8 +150,11 @@ int bench_command(const BenchArgs& in) {
       all_peak.insert(all_peak.end(), m.peak_rounds.begin(), m.peak_rounds.end());
       all_int8.insert(all_int8.end(), m.int8_rounds.begin(), m.int8_rounds.end());
       all_dot.insert(all_dot.end(), m.dot_rounds.begin(), m.dot_rounds.end());
+      all_amx.insert(all_amx.end(), m.amx_rounds.begin(), m.amx_rounds.end());
       if (m.bf16_dot_peak.rounds > 0)
         r.update({{"bf16_dot_flops_per_call", m.dot_flops_per_call}, {"bf16_dot_peak_GFLOPs", probe_json(m.bf16_dot_peak)}});
+      if (m.amx_peak.rounds > 0)
+        r.update({{"amx_flops_per_call", m.tile_flops_per_call}, {"amx_bf16_peak_GFLOPs", probe_json(m.amx_peak)}});
       r.update({{"kind", m.decode ? "decode" : "prefill"}, {"repeat", m.repeat}, {"median_s", m.median_s}, {"min_s", m.min_s},
                 {"flops_per_call", m.flops_per_call}, {"roofline_s", m.roofline_s},
                 {"read_bandwidth_GBps", probe_json(m.read_bandwidth)},
@@ -160,15 +174,19 @@ int bench_command(const BenchArgs& in) {
                 huge.advised / 1048576.0);
   const bench::Probe bandwidth = bench::summarize(all_bandwidth), peak = bench::summarize(all_peak);
   const bench::Probe int8 = bench::summarize(all_int8), dot = bench::summarize(all_dot);
-  std::printf("probes over the run: read bandwidth %s, fp32 FMA peak %s%s%s (medians)\n",
+  const bench::Probe amx = bench::summarize(all_amx);
+  std::printf("probes over the run: read bandwidth %s, fp32 FMA peak %s%s%s%s (medians)\n",
               probe_text(bandwidth, "GB/s").c_str(), probe_text(peak, "GFLOP/s").c_str(),
               int8.rounds > 0 ? (", int8 multiply-add peak " + probe_text(int8, "GOP/s")).c_str() : "",
               dot.rounds > 0 ? (", bf16 dot-product peak " + probe_text(dot, "GFLOP/s") + " (the products of " +
-                                "shapes that take them)").c_str() : "");
+                                "shapes that take them)").c_str() : "",
+              amx.rounds > 0 ? (", AMX bf16 peak " + probe_text(amx, "GFLOP/s") + " (the Q·Kᵀ of shapes that " +
+                                "take the tiles)").c_str() : "");
   if (!args.json.empty()) {
     nlohmann::json doc = {{"threads", threads},
                           {"isa", detail::kernel_isa()},
                           {"bf16_dots", dots_taken},
+                          {"amx_tiles", tiles_taken},
                           {"pages", args.pages},
                           {"huge_pages_MiB", {{"asked", huge.advised / 1048576.0}, {"backed", huge.backed / 1048576.0}}},
                           {"read_bandwidth_GBps", probe_json(bandwidth)},
@@ -176,6 +194,7 @@ int bench_command(const BenchArgs& in) {
                           {"results", results}};
     if (int8.rounds > 0) doc["int8_peak_GOPs"] = probe_json(int8);
     if (dot.rounds > 0) doc["bf16_dot_peak_GFLOPs"] = probe_json(dot);
+    if (amx.rounds > 0) doc["amx_bf16_peak_GFLOPs"] = probe_json(amx);
     std::ofstream f(args.json);
     f << doc.dump(2) << "\n";
     if (!f) {

@@ -1,0 +1,219 @@
+#include "cpu/amx.hpp"
+
+#include "cpu/env_switch.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#define FIA_AMX 1
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace fia::detail {
+
+namespace {
+
+EnvSwitch& amx_switch() {
+  static EnvSwitch s("FIA_AMX");
+  return s;
+}
+
+#ifdef FIA_AMX
+
+bool cpu_has_amx_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  const bool tiles = (d & (1u << 24)) != 0, bf16 = (d & (1u << 22)) != 0;  // AMX-TILE, AMX-BF16
+  if (!tiles || !bf16 || __get_cpuid(1, &a, &b, &c, &d) == 0 || (c & (1u << 27)) == 0) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  asm("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & (3u << 17)) == (3u << 17);  // XTILECFG and XTILEDATA saved by the OS
+}
+
+/// Linux grants tile data to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
+bool process_may_use_tiles() {
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+/// Palette 1 with tiles 0-7 of 16 rows x 64 bytes: 0-3 the sums (C: 16 tokens x 16 query rows of
+/// f32), 4-5 K (A: 16 tokens x 16 pairs), 6-7 the query (B: 16 pairs x 16 query rows).
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1, start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+/// Loads the configuration for the calling thread, and releases the tiles when done so that the
+/// thread carries no tile state past the call.
+class TileSession {
+ public:
+  TileSession() {
+    static const TileConfig config;
+    asm volatile("ldtilecfg %0" : : "m"(config));
+  }
+  ~TileSession() { asm volatile("tilerelease" ::: "memory"); }
+  TileSession(const TileSession&) = delete;
+  TileSession& operator=(const TileSession&) = delete;
+};
+
+// Tile numbers are part of the instructions, so each operation names its tile in the template.
+template <int T>
+inline void tile_zero() {
+  static_assert(T >= 0 && T < 8);
+  if constexpr (T == 0) asm volatile("tilezero %%tmm0" ::: "memory");
+  if constexpr (T == 1) asm volatile("tilezero %%tmm1" ::: "memory");
+  if constexpr (T == 2) asm volatile("tilezero %%tmm2" ::: "memory");
+  if constexpr (T == 3) asm volatile("tilezero %%tmm3" ::: "memory");
+  if constexpr (T == 4) asm volatile("tilezero %%tmm4" ::: "memory");
+  if constexpr (T == 5) asm volatile("tilezero %%tmm5" ::: "memory");
+  if constexpr (T == 6) asm volatile("tilezero %%tmm6" ::: "memory");
+  if constexpr (T == 7) asm volatile("tilezero %%tmm7" ::: "memory");
+}
+
+template <int T>
+inline void tile_load(const void* base, std::int64_t stride) {
+  static_assert(T >= 4 && T < 8);
+  if constexpr (T == 4) asm volatile("tileloadd (%0,%1,1), %%tmm4" : : "r"(base), "r"(stride) : "memory");
+  if constexpr (T == 5) asm volatile("tileloadd (%0,%1,1), %%tmm5" : : "r"(base), "r"(stride) : "memory");
+  if constexpr (T == 6) asm volatile("tileloadd (%0,%1,1), %%tmm6" : : "r"(base), "r"(stride) : "memory");
+  if constexpr (T == 7) asm volatile("tileloadd (%0,%1,1), %%tmm7" : : "r"(base), "r"(stride) : "memory");
+}
+
+template <int T>
+inline void tile_store(void* base, std::int64_t stride) {
+  static_assert(T >= 0 && T < 4);
+  if constexpr (T == 0) asm volatile("tilestored %%tmm0, (%0,%1,1)" : : "r"(base), "r"(stride) : "memory");
+  if constexpr (T == 1) asm volatile("tilestored %%tmm1, (%0,%1,1)" : : "r"(base), "r"(stride) : "memory");
+  if constexpr (T == 2) asm volatile("tilestored %%tmm2, (%0,%1,1)" : : "r"(base), "r"(stride) : "memory");
+  if constexpr (T == 3) asm volatile("tilestored %%tmm3, (%0,%1,1)" : : "r"(base), "r"(stride) : "memory");
+}
+
+/// Sums tile 2i + j += K tile 4 + i times query tile 6 + j.
+template <int I, int J>
+inline void tile_dot() {
+  if constexpr (I == 0 && J == 0) asm volatile("tdpbf16ps %%tmm6, %%tmm4, %%tmm0" ::: "memory");
+  if constexpr (I == 0 && J == 1) asm volatile("tdpbf16ps %%tmm7, %%tmm4, %%tmm1" ::: "memory");
+  if constexpr (I == 1 && J == 0) asm volatile("tdpbf16ps %%tmm6, %%tmm5, %%tmm2" ::: "memory");
+  if constexpr (I == 1 && J == 1) asm volatile("tdpbf16ps %%tmm7, %%tmm5, %%tmm3" ::: "memory");
+}
+
+/// The sums of NT x 16 tokens from t0 against NR x 16 query rows from r0, over every part's pairs
+/// in order, stored at out + t * ldo + r.
+template <int NT, int NR>
+void sums_block(const std::uint32_t* qp, std::int64_t ldq, const AmxKeyPart (&parts)[2], std::int64_t t0,
+                std::int64_t r0, float* out, std::int64_t ldo) {
+  tile_zero<0>();
+  if constexpr (NR == 2) tile_zero<1>();
+  if constexpr (NT == 2) tile_zero<2>();
+  if constexpr (NT == 2 && NR == 2) tile_zero<3>();
+  for (const AmxKeyPart& k : parts)
+    for (std::int64_t c = 0; c < k.pairs; c += 16) {
+      const char* a = static_cast<const char*>(k.rows) + t0 * k.row_bytes + c * 4;
+      const std::uint32_t* b = qp + (k.first + c) * ldq + r0;
+      tile_load<4>(a, k.row_bytes);
+      if constexpr (NT == 2) tile_load<5>(a + 16 * k.row_bytes, k.row_bytes);
+      tile_load<6>(b, ldq * 4);
+      if constexpr (NR == 2) tile_load<7>(b + 16, ldq * 4);
+      tile_dot<0, 0>();
+      if constexpr (NR == 2) tile_dot<0, 1>();
+      if constexpr (NT == 2) tile_dot<1, 0>();
+      if constexpr (NT == 2 && NR == 2) tile_dot<1, 1>();
+    }
+  float* o = out + t0 * ldo + r0;
+  tile_store<0>(o, ldo * 4);
+  if constexpr (NR == 2) tile_store<1>(o + 16, ldo * 4);
+  if constexpr (NT == 2) tile_store<2>(o + 16 * ldo, ldo * 4);
+  if constexpr (NT == 2 && NR == 2) tile_store<3>(o + 16 * ldo + 16, ldo * 4);
+}
+
+/// sums_block over every query row for the NT x 16 tokens from t0.
+template <int NT>
+void token_block(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
+                 std::int64_t t0, float* out, std::int64_t ldo) {
+  std::int64_t r0 = 0;
+  for (; r0 + 32 <= rows; r0 += 32) sums_block<NT, 2>(qp, ldq, parts, t0, r0, out, ldo);
+  if (r0 < rows) sums_block<NT, 1>(qp, ldq, parts, t0, r0, out, ldo);
+}
+
+#endif  // FIA_AMX
+
+}  // namespace
+
+bool amx_bf16_supported() {
+#ifdef FIA_AMX
+  static const bool supported = cpu_has_amx_bf16() && process_may_use_tiles();
+  return supported;
+#else
+  return false;
+#endif
+}
+
+bool amx_enabled() { return amx_bf16_supported() && amx_switch().on(true); }
+
+bool amx_setting_valid() { return amx_switch().valid(); }
+
+void set_amx(bool on) { amx_switch().set(on); }
+
+void reset_amx() { amx_switch().reset(); }
+
+void amx_key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
+                  std::int64_t count, float* out, std::int64_t ldo) {
+#ifdef FIA_AMX
+  const TileSession session;
+  std::int64_t t = 0;
+  for (; t + 32 <= count; t += 32) token_block<2>(qp, ldq, rows, parts, t, out, ldo);
+  if (t + 16 <= count) token_block<1>(qp, ldq, rows, parts, t, out, ldo), t += 16;
+  if (t == count) return;
+  // The last count - t (< 16) tokens: their K rows copied into 16 zeroed rows, their sums taken
+  // there, as a whole tile's, and copied out.
+  const std::int64_t n = count - t;
+  thread_local std::vector<char> keys;
+  thread_local std::vector<float> sums;
+  std::int64_t key_bytes = 0;
+  for (const AmxKeyPart& k : parts) key_bytes += 16 * k.pairs * 4;
+  keys.assign(static_cast<std::size_t>(key_bytes), 0);
+  sums.resize(static_cast<std::size_t>(16 * rows));
+  AmxKeyPart tail[2];
+  char* dst = keys.data();
+  for (int i = 0; i < 2; ++i) {
+    const AmxKeyPart& k = parts[i];
+    tail[i] = {dst, k.pairs * 4, k.pairs, k.first};
+    for (std::int64_t j = 0; j < n && k.pairs > 0; ++j)
+      std::memcpy(dst + j * k.pairs * 4, static_cast<const char*>(k.rows) + (t + j) * k.row_bytes,
+                  static_cast<std::size_t>(k.pairs * 4));
+    dst += 16 * k.pairs * 4;
+  }
+  token_block<1>(qp, ldq, rows, tail, 0, sums.data(), rows);
+  for (std::int64_t j = 0; j < n; ++j)
+    std::copy(sums.data() + j * rows, sums.data() + (j + 1) * rows, out + (t + j) * ldo);
+#else
+  (void)qp, (void)ldq, (void)rows, (void)parts, (void)count, (void)out, (void)ldo;
+#endif
+}
+
+double amx_bf16_products(std::int64_t iters) {
+#ifdef FIA_AMX
+  if (!amx_bf16_supported()) return 0.0;
+  const TileSession session;
+  tile_zero<0>(), tile_zero<1>(), tile_zero<2>(), tile_zero<3>();
+  tile_zero<4>(), tile_zero<5>(), tile_zero<6>(), tile_zero<7>();
+  for (std::int64_t i = 0; i < iters; ++i) {
+    tile_dot<0, 0>();
+    tile_dot<0, 1>();
+    tile_dot<1, 0>();
+    tile_dot<1, 1>();
+  }
+  return 4.0 * 2.0 * 16 * 16 * 32 * static_cast<double>(iters);
+#else
+  (void)iters;
+  return 0.0;
+#endif
+}
+
+}  // namespace fia::detail
