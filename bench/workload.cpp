@@ -198,16 +198,16 @@ namespace {
 /// the kernels run as bf16 dot products (cpu/bf16_dots-inl.h) or on AMX tiles (cpu/amx.hpp), as
 /// a plan made now would, on an AVX-512 instruction set: Q·Kᵀ of in-place items as dot products
 /// (detail::bf16_key_dots), that of other wide items on tiles (amx_wide_keys) or else as dot
-/// products (bf16_wide_key_dots), and P·V of those items where P is E rounded to bf16
-/// (bf16_value_dots; the few products they take in fp32, of non-finite V rows and subnormal P,
-/// count as dot products). Narrow (decode) items take neither.
+/// products (bf16_wide_key_dots); P·V of those wide items on tiles (amx_wide_values), and else
+/// that of these items where P is E rounded to bf16 as dot products (bf16_value_dots; the few
+/// products either takes in fp32, of non-finite V rows and the smallest P, count as theirs).
+/// Narrow (decode) items take neither.
 struct ProductShares {
-  double dot_keys = 0.0, dot_values = 0.0, tile_keys = 0.0;
+  double dot_keys = 0.0, dot_values = 0.0, tile_keys = 0.0, tile_values = 0.0;
 };
 
 ProductShares product_shares(detail::Problem p) {
-  p.bf16_dots = detail::bf16_dots_enabled();  // as plan() sets them
-  p.amx = detail::amx_enabled();
+  detail::read_kernel_settings(&p);  // as plan() does
   const bool tiles = detail::amx_wide_keys(p);
   if (!(detail::bf16_key_dots(p) || tiles) || !detail::kernel_isa_has_bf16_dots()) return {};
   const detail::CpuPlan plan = detail::make_cpu_plan(p, 1);
@@ -217,15 +217,19 @@ ProductShares product_shares(detail::Problem p) {
     const double cells = static_cast<double>(detail::packed_rows(it) * (it.col_end - it.col_begin));
     all += cells;
     const bool in_place = detail::runs_in_place(plan, it), wide = !in_place && detail::is_wide(it);
+    const bool wide_fast = wide && (tiles || detail::bf16_wide_key_dots(p));  // wide_pair_scores
     if (in_place && detail::bf16_key_dots(p)) d.dot_keys += cells;
     if (wide && tiles) d.tile_keys += cells;
     if (wide && !tiles && detail::bf16_wide_key_dots(p)) d.dot_keys += cells;
-    if ((in_place || (wide && (tiles || detail::bf16_wide_key_dots(p)))) && detail::bf16_value_dots(p))
+    if (wide_fast && detail::amx_wide_values(p)) {
+      d.tile_values += cells;
+    } else if ((in_place || wide_fast) && detail::bf16_value_dots(p)) {
       d.dot_values += cells;
+    }
   };
   for (const detail::WorkItem& it : plan.items) add(it);
   for (const detail::SplitGroup& g : plan.splits) add(g.item);
-  if (all > 0) d.dot_keys /= all, d.dot_values /= all, d.tile_keys /= all;
+  if (all > 0) d.dot_keys /= all, d.dot_values /= all, d.tile_keys /= all, d.tile_values /= all;
   return d;
 }
 
@@ -252,7 +256,7 @@ bool describe_work(Workload& w) {
   const ProductShares shares = product_shares(p);
   const double kw = static_cast<double>(p.qk_dim + p.rope_dim), vd = static_cast<double>(p.v_dim);
   w.dot_flops_per_call = w.flops_per_call * (kw * shares.dot_keys + vd * shares.dot_values) / (kw + vd);
-  w.tile_flops_per_call = w.flops_per_call * kw * shares.tile_keys / (kw + vd);
+  w.tile_flops_per_call = w.flops_per_call * (kw * shares.tile_keys + vd * shares.tile_values) / (kw + vd);
   return true;
 }
 

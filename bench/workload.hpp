@@ -47,9 +47,10 @@ struct Workload {
   /// rounded to bf16; cpu/bf16_dots-inl.h), by the items' shares of the cells, judged
   /// against the bf16 dot-product peak instead of the fp32 FMA one.
   double dot_flops_per_call = 0.0;
-  /// Of flops_per_call, those the kernels run on AMX tiles (Q·Kᵀ of bf16 wide items that do not
-  /// run in place, where the CPU has them: detail::amx_wide_keys, cpu/amx.hpp), by the items'
-  /// shares of the cells, judged against the AMX bf16 peak instead of the fp32 FMA one.
+  /// Of flops_per_call, those the kernels run on AMX tiles (Q·Kᵀ and P·V of bf16 wide items that
+  /// do not run in place, where the CPU has them: detail::amx_wide_keys, amx_wide_values,
+  /// cpu/amx.hpp), by the items' shares of the cells, judged against the AMX bf16 peak instead of
+  /// the fp32 FMA one (P·V in three pieces, TND's f32 P, counts once, as the products it computes).
   double tile_flops_per_call = 0.0;
 };
 

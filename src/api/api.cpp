@@ -263,8 +263,7 @@ static Status plan_impl(const FiaArgs& args, const Options& options, Plan* out_p
   st = apply_options(options, &state->problem);
   if (!st.ok()) return st;
   state->threads = options.threads > 0 ? options.threads : detail::default_threads();
-  state->problem.bf16_dots = detail::bf16_dots_enabled();
-  state->problem.amx = detail::amx_enabled();
+  detail::read_kernel_settings(&state->problem);
   if (state->backend == Backend::kCpu) state->cpu = detail::make_cpu_plan(state->problem, state->threads);
   *out_plan = detail::PlanAccess::make(std::move(state));
   return Status::Ok();

@@ -1,7 +1,7 @@
-// Intel AMX tiles for Q·Kᵀ of bf16 prefill (tdpbf16ps: 16 x 16 f32 sums of 32 bf16 products per
-// instruction, 1 TFLOP/s per core on Emerald Rapids against 150 GFLOP/s of fp32 FMAs). x86-64
-// Linux with gcc or clang only; elsewhere amx_bf16_supported() is false and nothing calls
-// amx_key_sums.
+// Intel AMX tiles for Q·Kᵀ and P·V of bf16 prefill (tdpbf16ps: 16 x 16 f32 sums of 32 bf16 products per
+// instruction; measured 1.0-2.4 TFLOP/s on one Emerald Rapids core, varying run to run, against
+// about 150 GFLOP/s of fp32 FMAs). x86-64 Linux with gcc or clang only; elsewhere
+// amx_bf16_supported() is false and nothing calls amx_key_sums or amx_value_sums.
 #pragma once
 
 #include <cstdint>
@@ -9,17 +9,26 @@
 namespace fia::detail {
 
 /// True when the CPU has AMX tiles with bf16 products (CPUID AMX-TILE and AMX-BF16, the OS
-/// saving tile state in XCR0) and Linux lets this process use them (arch_prctl
-/// ARCH_REQ_XCOMP_PERM for XTILEDATA, asked once, for the whole process).
+/// saving tile state in XCR0), whether or not Linux grants them to this process.
+bool amx_bf16_in_cpu();
+
+/// True when amx_bf16_in_cpu() and Linux lets this process use the tiles: asked once, on the first
+/// call, for the whole process (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA; Linux 5.16 or
+/// later). Once granted, every signal alternate stack of the process must hold the larger signal
+/// frame (sigaltstack with a smaller size fails), so nothing asks before a plan could take them.
 bool amx_bf16_supported();
 
 /// True when plans take the tiles where they apply (cpu/prefill_dots-inl.h; plan() reads it into
-/// Problem::amx): amx_bf16_supported(), and the setting asks for them: by default yes;
-/// FIA_AMX=0 forbids them, FIA_AMX=1 is the default said out loud; set_amx overrides both.
+/// Problem::amx for bf16 query and K rows only): the setting asks for them (by default yes;
+/// FIA_AMX=0 forbids them, FIA_AMX=1 is the default said out loud; set_amx overrides both), and
+/// then amx_bf16_supported().
 bool amx_enabled();
 
-/// False when FIA_AMX, as last read (at start-up or by reset_amx), is neither unset, empty, 0
-/// nor 1: plan() then fails with kInvalidArgument naming FIA_AMX.
+/// True unless the setting forbids the tiles (FIA_AMX=0, set_amx(false)); asks Linux nothing.
+bool amx_setting_on();
+
+/// False when FIA_AMX, as last read (on the first use of the setting or by reset_amx), is neither
+/// unset, empty, 0 nor 1: plan() then fails with kInvalidArgument naming FIA_AMX.
 bool amx_setting_valid();
 
 /// Asks for (true) or forbids (false) the tiles in plans made from now on; for tests and
@@ -29,27 +38,53 @@ void set_amx(bool on);
 /// Returns to the default setting: FIA_AMX, else on.
 void reset_amx();
 
+/// Holds the tiles configured on the calling thread for its lifetime (ldtilecfg; tilerelease at
+/// the end, so that the thread carries no tile state past it); nested sessions do nothing, so a
+/// caller may hold one around many amx_key_sums calls (each takes one of its own) and pay the
+/// configuration (about 150 ns) once. Only where amx_bf16_supported().
+class AmxTileSession {
+ public:
+  AmxTileSession();
+  ~AmxTileSession();
+  AmxTileSession(const AmxTileSession&) = delete;
+  AmxTileSession& operator=(const AmxTileSession&) = delete;
+};
+
 /// One operand part of amx_key_sums: the K rows of the tokens (token t's at rows + t * row_bytes
 /// bytes, bf16), `pairs` pairs of dims (a multiple of 16) from the row's start, which meet the
-/// query's pairs from pair `first`.
+/// query's pairs from pair `first`. A part of 0 pairs is skipped (rows may be null).
 struct AmxKeyPart {
   const void* rows = nullptr;
   std::int64_t row_bytes = 0, pairs = 0, first = 0;
 };
 
-/// out[t * ldo + r] = the sum over the parts in order, and over their pairs k in order in chunks
-/// of 16 pairs, of the bf16 products of query row r's pair with token t's, for t < count and
-/// r < rows (a multiple of 16): qp holds query row r's pair k (dim 2k in the low half) at
-/// qp[k * ldq + r]. tdpbf16ps multiplies exactly and adds in fp32, reading subnormal inputs as 0
-/// and flushing subnormal sums to 0, as vdpbf16ps does (cpu/bf16_dots-inl.h; query_pairs keeps the
-/// queries for which that could matter off both). A sum depends on its row and token alone, not
-/// on where the token lies in `count` nor on count itself. Call only where amx_bf16_supported().
+/// out[t * ldo + r] = the sum of the bf16 products of query row r with token t over the parts'
+/// dims, for t < count and r < rows (a multiple of 16, at most ldq): qp holds query row r's pair
+/// k (dim 2k in the low half) at qp[k * ldq + r]. The sum runs over chunks of 16 pairs, the parts
+/// and their chunks in order, each chunk added by one tdpbf16ps (which multiplies exactly, adds in
+/// fp32 in its own order within the chunk, reads subnormal inputs as 0 and flushes subnormal
+/// sums to 0, as vdpbf16ps does: cpu/bf16_dots-inl.h; query_pairs keeps the queries for which that
+/// could matter off both). A sum depends on its row and token alone, not on where the token lies
+/// in `count` nor on count itself (the last count % 16 tokens go through a zero-padded tile of
+/// their own). FIA-SPEC 5 steps 1-2. Call only where amx_bf16_supported().
 void amx_key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
                   std::int64_t count, float* out, std::int64_t ldo);
 
+/// P·V on AMX tiles: acc_t[d * rows + r] += the sum, over chunks of 32 tokens kk in order and
+/// within each over the pieces in order, of the bf16 products of V's dim d with P's row r, for d <
+/// vd (a multiple of 16) and r < rows (a multiple of 16). vt holds V transposed in token pairs:
+/// word vt[(kk * vd + d) * 16 + j] holds dim d of tokens 32 kk + 2j (low half) and 32 kk + 2j + 1;
+/// pp holds the pieces of P, piece i's pair of those tokens for row r at pp[i * piece_words +
+/// (kk * 16 + j) * rows + r] (tdpbf16ps: exact products, fp32 sums in the instruction's order
+/// within a chunk, subnormal inputs read as 0: the caller keeps such P and non-finite V off it).
+/// An element's sum depends on its own V dim and P row alone. Call only where
+/// amx_bf16_supported().
+void amx_value_sums(const std::uint32_t* vt, std::int64_t vd, const std::uint32_t* pp, std::int64_t pieces,
+                    std::int64_t piece_words, std::int64_t chunks, std::int64_t rows, float* acc_t);
+
 /// For fia bench's AMX peak probe: 4 x `iters` tdpbf16ps on register-resident tiles (two K and
-/// two query tiles of zeros into four sums, no loads), on the calling thread; returns their FLOPs
-/// (2 per multiply-add), 0 where !amx_bf16_supported().
+/// two query tiles of bf16 values of mixed signs and mantissas, loaded once, into four sums), on
+/// the calling thread; returns their FLOPs (2 per multiply-add), 0 where !amx_bf16_supported().
 double amx_bf16_products(std::int64_t iters);
 
 }  // namespace fia::detail

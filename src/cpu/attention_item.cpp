@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "cpu/prefill-inl.h"
 #include "cpu/bf16_dots-inl.h"
 #include "cpu/prefill_dots-inl.h"
+#include "cpu/prefill_tiles-inl.h"
 #include "cpu/wide_inplace-inl.h"
 #include "cpu/wide_inplace_pv-inl.h"
 #include "cpu/post_quant-inl.h"
@@ -56,7 +58,10 @@ ItemKernels kernels_for(const Problem& p) {
   if constexpr (std::is_same_v<QSrc, BF16Src> && std::is_same_v<KvSrc, BF16Src>)
     if (bf16_wide_key_dots(p) || amx_wide_keys(p)) {
       k.wide_scores = &wide_pair_scores<QSrc, KvSrc>;
-      if (bf16_value_dots(p)) {
+      if (amx_wide_values(p)) {
+        k.wide_accumulate = &wide_tile_accumulate;
+        k.wide_reads_kv_in_place = true;
+      } else if (bf16_value_dots(p)) {
         k.wide_accumulate = &wide_pair_accumulate;
         k.wide_reads_kv_in_place = true;
       }

@@ -120,6 +120,8 @@ const char* kernel_isa();
 
 /// True when the kernels of that instruction set are built with bf16 dot products (the x86
 /// AVX-512 targets, cpu/bf16_dots-inl.h); they take them where cpu/isa.hpp bf16_dots_enabled().
+/// The AMX path of bf16 prefill (cpu/amx.hpp) lives in the same kernels: they alone can take the
+/// tiles.
 bool kernel_isa_has_bf16_dots();
 
 /// dst[d] = post_quant_device(src[d], scale, offset) for a row of n values on the best instruction

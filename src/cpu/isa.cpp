@@ -1,6 +1,9 @@
 #include "cpu/isa.hpp"
 
+#include "cpu/amx.hpp"
+#include "cpu/attention_item.hpp"
 #include "cpu/env_switch.hpp"
+#include "problem/problem.hpp"
 
 #include <hwy/targets.h>
 
@@ -74,6 +77,11 @@ bool bf16_dots_setting_valid() { return bf16_dots_switch().valid(); }
 void set_bf16_dots(bool on) { bf16_dots_switch().set(on); }
 
 void reset_bf16_dots() { bf16_dots_switch().reset(); }
+
+void read_kernel_settings(Problem* p) {
+  p->bf16_dots = bf16_dots_enabled();
+  p->amx = bf16_key_rows(*p) && kernel_isa_has_bf16_dots() && amx_enabled();
+}
 
 bool apply_isa_cap_from_env() {
   static std::once_flag once;

@@ -6,6 +6,8 @@
 
 namespace fia::detail {
 
+struct Problem;
+
 /// Applies FIA_ISA once per process: the best instruction set the kernels may use, by Highway's
 /// target name ("AVX3", "AVX2", "SSE4", "SSSE3", "SCALAR" on x86; "NEON", "SVE", ... on Arm).
 /// Targets better than it are disabled. Returns false (and changes nothing) for an unknown name.
@@ -35,8 +37,10 @@ bool bf16_dots_faster();
 /// FIA_BF16_DOTS=0 forbids them, FIA_BF16_DOTS=1 asks for them on any CPU that has them;
 /// set_bf16_dots overrides both). plan() reads it into the plan. The in-place
 /// wide kernels (16-row items: decode MLA, 16 GQA heads, multi-token GQA decode) and bf16 prefill
-/// then compute Q·Kᵀ of bf16 query and K rows, and P·V of bf16 V rows where P is E rounded to
-/// bf16, as sums of the same exact products in another order (cpu/bf16_dots-inl.h).
+/// then compute Q·Kᵀ of bf16 query and K rows (prefill's on AMX tiles instead where the plan takes
+/// them: cpu/amx.hpp), and P·V of bf16 V rows where P is E rounded to bf16 (prefill's on the tiles
+/// where the plan takes them), as sums of the same exact products in another order
+/// (cpu/bf16_dots-inl.h).
 bool bf16_dots_enabled();
 
 /// False when FIA_BF16_DOTS, as last read (at start-up or by reset_bf16_dots), is neither unset,
@@ -49,5 +53,11 @@ void set_bf16_dots(bool on);
 
 /// Returns to the default setting: FIA_BF16_DOTS, else bf16_dots_faster().
 void reset_bf16_dots();
+
+/// Reads the kernels' settings into `p` as plan() does, so that a plan computes one way however
+/// they change while it runs: Problem::bf16_dots (bf16_dots_enabled()) and Problem::amx
+/// (cpu/amx.hpp amx_enabled(), asked only for bf16 query and K rows on kernels that can take the
+/// tiles, so that Linux is asked for them only then).
+void read_kernel_settings(Problem* p);
 
 }  // namespace fia::detail

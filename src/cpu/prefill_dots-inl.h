@@ -1,5 +1,6 @@
 // Wide items (prefill) over bf16 rows as bf16 dot products (cpu/bf16_dots-inl.h) on AVX-512 CPUs
-// where they are taken (bf16_dots_enabled(), cpu/isa.hpp). Q·Kᵀ (bf16_wide_key_dots): the query is
+// where they are taken (bf16_dots_enabled(), cpu/isa.hpp), or with Q·Kᵀ on AMX tiles where those
+// are (amx_enabled(), cpu/amx.hpp). Q·Kᵀ (bf16_wide_key_dots): the query is
 // packed once per item into pairs of dims, 16 rows per vector, and each token's pair of K elements
 // is read from its stored row as one broadcast 32-bit operand, so K is never widened. P·V where P
 // is E rounded to bf16 (bf16_value_dots): per tile, P packed into pairs of tokens and the V rows
@@ -7,7 +8,8 @@
 // the fp32 kernel's (prefill-inl.h). A score, or a tile's share of an output element, is one chain
 // of dot products in order, whichever block it falls in, so paged, contiguous and NZ caches and any
 // thread count give the same bits. Where the CPU has AMX tiles (amx_wide_keys, cpu/amx.hpp), Q·Kᵀ
-// takes tdpbf16ps instead, from the same packed query and the same K rows, tile by tile.
+// takes tdpbf16ps instead, from the same packed query and the same K rows, tile by tile, and P·V
+// takes them too (amx_wide_values, cpu/prefill_tiles-inl.h).
 // Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets
 // foreach_target re-include it once per target).
 #if defined(FIA_CPU_PREFILL_DOTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -152,8 +154,10 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
     for (std::int64_t r = 0; pairs && r < Rp; r += 16) pairs = query_pairs(s.q + r, Rp, kw, qp + r, Rp);
   }
   if (!pairs) return wide_scores<QSrc, Src>(p, tile, it, s, sv, m);
+  std::optional<AmxTileSession> tiles;  // configured once for the item's runs
+  if (amx_wide_keys(p)) tiles.emplace();
   std::fill(m, m + Rp, kNegInf);
-  hold_columns<Src>(p, it, s.kv, false);  // V for fp32 P·V (TND; no store where P·V takes the dot products)
+  hold_columns<Src>(p, it, s.kv, false);  // V for fp32 P·V (no store where P·V takes dot products or tiles)
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += tile.cols) {
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0);
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;

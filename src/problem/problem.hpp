@@ -348,6 +348,16 @@ inline bool bf16_wide_key_dots(const Problem& p) {
   return bf16_key_dots(p) && p.qk_dim % 2 == 0 && p.rope_dim % 2 == 0;
 }
 
+/// True when P·V of the wide (prefill) items of `p` that do not run in place takes AMX tiles
+/// (cpu/amx.hpp, cpu/prefill_tiles-inl.h), where their Q·Kᵀ takes the tiles or bf16 dot products:
+/// bf16_key_rows (V bf16 too), planned where they are taken (Problem::amx), V dims in whole tiles
+/// of 16, and P E rounded to bf16 or kept in f32 (FIA-SPEC 25.3: non-TND layouts, and TND's high
+/// precision).
+inline bool amx_wide_values(const Problem& p) {
+  return p.amx && bf16_key_rows(p) && p.v_dim % 16 == 0 && p.p_rule.kind == PRule::Kind::kRoundE &&
+         (p.p_rule.round_to == DType::BF16 || p.p_rule.round_to == DType::F32);
+}
+
 /// True when P·V of the in-place and other wide items of `p` may take them too: P the exponentials rounded to bf16 (FIA-SPEC 25.3,
 /// first row: PRule kRoundE to bf16), so that P is exact in bf16.
 inline bool bf16_value_dots(const Problem& p) {

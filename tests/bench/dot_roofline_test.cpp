@@ -91,11 +91,11 @@ TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheBf16DotProductPeak) {
   EXPECT_EQ(w.tile_flops_per_call, 0.0);
 }
 
-// Where the CPU has AMX tiles, bf16 prefill (P3) runs Q·Kᵀ on them (and P·V, P kept in f32, as
-// fp32 multiply-adds): its Q·Kᵀ FLOPs are judged against the AMX peak, whose rounds the workload
-// takes besides the FMA peak's. fp16 prefill (P1) and bf16 decode (D4) take none, nor P3 with
-// the tiles forbidden.
-TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheAmxPeak) {
+// Where the CPU has AMX tiles, bf16 prefill (P3) runs both products on them (P·V, P kept in f32,
+// in three pieces): all its FLOPs are judged against the AMX peak, whose rounds the workload takes
+// besides the FMA peak's. fp16 prefill (P1) and bf16 decode (D4) take none, nor P3 with the tiles
+// forbidden.
+TEST(BenchRoofline, Bf16PrefillIsJudgedAgainstTheAmxPeak) {
   const ScopedBf16Dots no_dots(false);
   {
     const ScopedAmx off(false);
@@ -106,7 +106,7 @@ TEST(BenchRoofline, Bf16PrefillJudgesItsQkFlopsAgainstTheAmxPeak) {
   EXPECT_EQ(shape("D4").tile_flops_per_call, 0.0);
   bench::Workload w = shape("P3");
   const bool tiles = amx_runs_here();
-  EXPECT_DOUBLE_EQ(w.tile_flops_per_call, tiles ? w.flops_per_call / 2 : 0.0);
+  EXPECT_DOUBLE_EQ(w.tile_flops_per_call, tiles ? w.flops_per_call : 0.0);
   EXPECT_EQ(w.dot_flops_per_call, 0.0);
   if (!tiles) GTEST_SKIP() << "no AMX tiles for the kernels here";
   int amx_rounds = 0;
@@ -167,14 +167,14 @@ TEST(BenchRoofline, ItemsOfEachKindCountByTheirCells) {
                      loaded[0].flops_per_call * (2 * 16.0 + 2 * 64.0) / (8.0 + 2 * 16.0 + 2 * 64.0));
     EXPECT_EQ(loaded[0].tile_flops_per_call, 0.0);
   }
-  // With AMX tiles the wide items' Q·Kᵀ (half their FLOPs: head dims of 64 and 64) moves to them.
+  // With AMX tiles both products of the wide items move to them.
   const ScopedAmx tiles(true);
   auto loaded = bench::load_shapes(file, {});
   ASSERT_EQ(loaded.size(), 1u);
   if (!amx_runs_here()) GTEST_SKIP() << "no AMX tiles for the kernels here";
   const double all = loaded[0].flops_per_call, cells = 8.0 + 2 * 16.0 + 2 * 64.0;
-  EXPECT_DOUBLE_EQ(loaded[0].tile_flops_per_call, all / 2 * (2 * 64.0) / cells);
-  EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call, all / 2 * (2 * 16.0) / cells + all / 2 * (2 * 16.0 + 2 * 64.0) / cells);
+  EXPECT_DOUBLE_EQ(loaded[0].tile_flops_per_call, all * (2 * 64.0) / cells);
+  EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call, all * (2 * 16.0) / cells);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cpu/amx.hpp"
+#include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
 #include "fia/io/case_dir.hpp"
 #include "support/call_builder.hpp"
@@ -90,6 +92,38 @@ TEST(FiaBench, SaysWhetherTheKernelsTakeBf16DotProducts) {
     std::ifstream f(json);
     EXPECT_EQ(nlohmann::json::parse(f)["bf16_dots"], taken) << env;
   }
+  fs::remove_all(dir);
+}
+
+// The run says whether the kernels take AMX tiles (FIA_AMX, else wherever the CPU and Linux allow
+// them: cpu/amx.hpp), on its first line and as `amx_tiles` in --json; a bad FIA_AMX is rejected,
+// naming it.
+TEST(FiaBench, SaysWhetherTheKernelsTakeAmxTiles) {
+  CallSpec spec;
+  spec.kv_seq = 40;
+  const std::string dir = temp_dir("bench_amx_cli");
+  ASSERT_TRUE(io::save_case(dir + "/case", build_call(spec, 7).args).ok());
+  const ScopedEnv amx_env("FIA_AMX");
+  for (const std::string env : {"0", "1"}) {
+    amx_env.set(env);
+    const std::string json = dir + "/amx" + env + ".json";
+    const CliResult r = run_fia({"bench", "--case", dir + "/case", "--threads", "1", "--repeat", "2", "--probe-rounds",
+                                 "1", "--json", json});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const bool possible = detail::amx_bf16_supported() && detail::kernel_isa_has_bf16_dots();
+    const bool taken = env == "1" && possible;
+    const std::string said = !detail::amx_bf16_in_cpu() ? "none on this CPU"
+                             : taken                    ? "taken"
+                             : env == "0" && detail::amx_bf16_supported() ? "forbidden by FIA_AMX=0"
+                                                        : "not";
+    EXPECT_NE(r.out.find("AMX tiles: " + said), std::string::npos) << r.out;
+    std::ifstream f(json);
+    EXPECT_EQ(nlohmann::json::parse(f)["amx_tiles"], taken) << env;
+  }
+  amx_env.set("on");
+  const CliResult bad = run_fia({"bench", "--case", dir + "/case", "--threads", "1", "--repeat", "1"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("FIA_AMX"), std::string::npos) << bad.err;
   fs::remove_all(dir);
 }
 

@@ -1,7 +1,8 @@
 // amx_key_sums (cpu/amx.hpp): Q·Kᵀ sums on AMX tiles against exact sums of the bf16 products, at
 // every tile edge of the tokens (16) and query rows (16, in blocks of 32), with a rope part; a
-// token's sums keep their bits wherever it lies in the call (FIA-SPEC 25.1: storage forms and
-// thread counts give the same bits); and the setting (FIA_AMX, set_amx, reset_amx).
+// token's sums keep their bits wherever it lies in the call (storage forms and thread counts give
+// the same bits: FIA-SPEC 21.1 criterion C); and the setting (FIA_AMX,
+// set_amx, reset_amx).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -61,21 +62,24 @@ struct Operands {
     const std::uint32_t w = qp[static_cast<std::size_t>(d / 2 * ldq + r)];
     return value_of(static_cast<std::uint16_t>(d % 2 == 0 ? w & 0xFFFF : w >> 16));
   }
-  /// The exact sum for token t and row r, and the sum of the products' magnitudes.
-  void exact(std::int64_t t, std::int64_t r, double* sum, double* magnitude) const {
+  /// The exact sum for token t and row r over the key dims (and the rope dims `with_rope`), and
+  /// the sum of the products' magnitudes.
+  void exact(std::int64_t t, std::int64_t r, double* sum, double* magnitude, bool with_rope = true) const {
     *sum = *magnitude = 0.0;
-    for (std::int64_t d = 0; d < kKeyDims + kRopeDims; ++d) {
+    for (std::int64_t d = 0; d < kKeyDims + (with_rope ? kRopeDims : 0); ++d) {
       const double k = d < kKeyDims ? value_of(key[static_cast<std::size_t>(t * kKeyStride + d)])
                                     : value_of(rope[static_cast<std::size_t>(t * kRopeStride + d - kKeyDims)]);
       *sum += query(r, d) * k;
       *magnitude += std::fabs(query(r, d) * k);
     }
   }
-  /// The sums of tokens [first, tokens) at out[t * ldo + r]; every other float stays NaN.
-  std::vector<float> sums(std::int64_t first, std::int64_t ldo) const {
+  /// The sums of tokens [first, tokens) at out[t * ldo + r] (over the key dims alone, not
+  /// `with_rope`: a rope part of 0 pairs and no rows); every other float stays NaN.
+  std::vector<float> sums(std::int64_t first, std::int64_t ldo, bool with_rope = true) const {
     std::vector<float> out(static_cast<std::size_t>((tokens - first + 1) * ldo), std::numeric_limits<float>::quiet_NaN());
     AmxKeyPart p[2];
     parts(first, p);
+    if (!with_rope) p[1] = AmxKeyPart{};
     detail::amx_key_sums(qp.data(), ldq, rows, p, tokens - first, out.data(), ldo);
     return out;
   }
@@ -108,6 +112,21 @@ TEST(AmxKeySums, MatchTheExactSumsAtEveryTileEdge) {
     }
 }
 
+// A part of no dims and no rows adds nothing; no tokens write nothing.
+TEST(AmxKeySums, AnEmptyPartAndNoTokens) {
+  SKIP_WITHOUT_AMX();
+  const Operands ops(20, 32, 5);
+  const std::vector<float> out = ops.sums(0, 32, false);
+  for (std::int64_t t = 0; t < 20; ++t)
+    for (std::int64_t r = 0; r < 32; ++r) {
+      double sum = 0, magnitude = 0;
+      ops.exact(t, r, &sum, &magnitude, false);
+      ASSERT_NEAR(out[static_cast<std::size_t>(t * 32 + r)], sum, magnitude * 128 * 0x1p-24) << t << " " << r;
+    }
+  const std::vector<float> none = ops.sums(20, 32);  // count 0
+  for (const float x : none) EXPECT_TRUE(std::isnan(x));
+}
+
 TEST(AmxKeySums, ATokenKeepsItsBitsWhereverItLies) {
   SKIP_WITHOUT_AMX();
   const Operands ops(70, 48, 7);
@@ -122,6 +141,58 @@ TEST(AmxKeySums, ATokenKeepsItsBitsWhereverItLies) {
                   0)
             << "first " << first << " token " << t << " row " << r;
   }
+}
+
+// P·V sums on tiles onto what the accumulators held, against exact sums, at every tile edge of
+// the V dims (16, in blocks of 32) and the rows (16, in blocks of 32), over 1 and 3 chunks of 32
+// tokens, with P in one piece and in three.
+TEST(AmxValueSums, MatchTheExactSumsAtEveryTileEdge) {
+  SKIP_WITHOUT_AMX();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (std::int64_t vd : {16, 32, 48})
+    for (std::int64_t rows : {16, 32, 48})
+      for (std::int64_t chunks : {1, 3})
+        for (std::int64_t pieces : {1, 3}) {
+          const std::int64_t tokens = chunks * 32, piece_words = chunks * 16 * rows;
+          std::vector<std::uint16_t> v(static_cast<std::size_t>(tokens * vd));
+          std::vector<std::uint16_t> pv(static_cast<std::size_t>(pieces * rows * tokens));  // piece i, row r, token t
+          for (auto& x : v) x = bf16_of(u(rng));
+          for (auto& x : pv) x = bf16_of(u(rng));
+          auto V = [&](std::int64_t t, std::int64_t d) { return v[static_cast<std::size_t>(t * vd + d)]; };
+          auto P = [&](std::int64_t i, std::int64_t r, std::int64_t t) {
+            return pv[static_cast<std::size_t>((i * rows + r) * tokens + t)];
+          };
+          std::vector<std::uint32_t> vt(static_cast<std::size_t>(chunks * vd * 16)), pp(static_cast<std::size_t>(pieces * piece_words));
+          for (std::int64_t kk = 0; kk < chunks; ++kk)
+            for (std::int64_t j = 0; j < 16; ++j) {
+              const std::int64_t t = 32 * kk + 2 * j;
+              for (std::int64_t d = 0; d < vd; ++d)
+                vt[static_cast<std::size_t>((kk * vd + d) * 16 + j)] = V(t, d) | static_cast<std::uint32_t>(V(t + 1, d)) << 16;
+              for (std::int64_t i = 0; i < pieces; ++i)
+                for (std::int64_t r = 0; r < rows; ++r)
+                  pp[static_cast<std::size_t>(i * piece_words + (kk * 16 + j) * rows + r)] =
+                      P(i, r, t) | static_cast<std::uint32_t>(P(i, r, t + 1)) << 16;
+            }
+          std::vector<float> acc(static_cast<std::size_t>(vd * rows));
+          for (auto& x : acc) x = u(rng);
+          const std::vector<float> before = acc;
+          detail::amx_value_sums(vt.data(), vd, pp.data(), pieces, piece_words, chunks, rows, acc.data());
+          for (std::int64_t d = 0; d < vd; ++d)
+            for (std::int64_t r = 0; r < rows; ++r) {
+              const double a0 = before[static_cast<std::size_t>(d * rows + r)];
+              double sum = a0, magnitude = std::fabs(a0);
+              for (std::int64_t i = 0; i < pieces; ++i)
+                for (std::int64_t t = 0; t < tokens; ++t) {
+                  sum += value_of(P(i, r, t)) * value_of(V(t, d));
+                  magnitude += std::fabs(value_of(P(i, r, t)) * value_of(V(t, d)));
+                }
+              ASSERT_NEAR(acc[static_cast<std::size_t>(d * rows + r)], sum,
+                          magnitude * static_cast<double>(pieces * tokens + 1) * 0x1p-24)
+                  << "vd " << vd << " rows " << rows << " chunks " << chunks << " pieces " << pieces << " d " << d
+                  << " r " << r;
+            }
+        }
 }
 
 // By default plans take the tiles wherever the CPU (and the OS) has them; FIA_AMX=0 (or

@@ -1,6 +1,8 @@
 // Wide items (prefill) over bf16 rows, whose Q·Kᵀ, and P·V where P is E rounded to bf16, take
 // bf16 dot products on AVX-512 CPUs that have them (cpu/prefill_dots-inl.h), on every instruction
-// set this build compiles and this CPU supports, AVX-512 both with and without the dot products:
+// set this build compiles and this CPU supports, AVX-512 both with and without the dot products
+// (and, where the CPU has AMX tiles, a third time with both products on the tiles where they
+// apply: AVX3_AMX_TILES):
 // against the float64 reference (FIA-SPEC 21.1 criterion A) around every register block (row
 // blocks of 64, 32 and 16 rows; blocks of 6, 4, 2 and 1 tokens or V dims), tile and paged-block
 // edge, odd keys count and first key (token pairs), with rope dims, masks, pse and sinks; paged,
@@ -73,7 +75,8 @@ TEST_P(PrefillDotsPerIsa, MatchesTheReferenceAroundEveryBlock) {
 }
 
 // Rope dims (their pairs after the key dims'), head dims of 2 and 192, V dims of 40 and 17 (the
-// interleaving's tails and P·V's blocks of 1), TND (P kept in f32: Q·Kᵀ alone on dot products).
+// interleaving's tails and P·V's blocks of 1), TND (P kept in f32: Q·Kᵀ alone on dot products; on
+// AMX tiles, P·V too, in three pieces).
 TEST_P(PrefillDotsPerIsa, RopeDimsHeadDimsAndTndMatchTheReference) {
   for (const std::int64_t kv : {9, 131}) {
     CallSpec rope = prefill(8, 1, 20, kv);
@@ -122,7 +125,8 @@ TEST_P(PrefillDotsPerIsa, PairsOfKeysAcrossPagedBlocksMatchTheReference) {
 // prefill of 150 rows, excluded by the rows before it in a causal prefill (its tile, keys 128-143
 // for the item of rows 128-143, crosses the diagonal), by the even rows through a full mask, or
 // through a pse of -inf. A NaN, inf or huge value in its V row (element 7, and the last of a V
-// row of 72, past the last whole vector of 16) reaches exactly the rows that see the key; the
+// row of 72, past the last whole vector of 16, or of 80, whose P·V takes AMX tiles where asked for)
+// reaches exactly the rows that see the key; the
 // others keep their bits (25.1 #24): the tile takes the dot products whatever its V values, the
 // non-finite V row added in fp32 to the rows that weight it and left out of the dot products
 // (products_in_fp32). Their LSE keeps its bits too: a row whose P·V went non-finite would be
@@ -134,7 +138,7 @@ TEST_P(PrefillDotsPerIsa, AKeySomeRowsExcludeNeverReachesThemThroughItsValues) {
       CallSpec spec = prefill(8, 2, 150, 150);
       spec.batch = 1;
       spec.act_kv.reset();
-      spec.v_dim = 72;
+      spec.v_dim = key == 140 ? 72 : 80;  // 80: whole AMX tiles of 16 V dims (tile_products_in_fp32)
       const std::string k = kind;
       if (k == "causal") {
         spec.sparse_mode = 3;
@@ -319,6 +323,35 @@ TEST(PrefillAmx, TakenWhenAskedForWithKeyDimsInChunksOf32) {
   const TestCall odd_call = build_call(odd, 22);
   EXPECT_EQ(run_with_bf16_dots(odd_call.args, false, true).softmax_lse.bytes,
             run_with_bf16_dots(odd_call.args, false, false).softmax_lse.bytes);
+}
+
+// With AMX tiles asked for, P·V of bf16 prefill takes them too where P is exact in bf16 (BSND: E
+// rounded to bf16, one piece) and where it is kept in f32 (TND: three pieces): with a query of one
+// nonzero dim every score is one exact product, the same bits both ways, so the LSE agrees and the
+// outputs differ by P·V's sums alone.
+TEST(PrefillAmx, TakesPvOnTilesForBf16PAndF32P) {
+  if (!detail::amx_bf16_supported() || !detail::kernel_isa_has_bf16_dots())
+    GTEST_SKIP() << "no AMX tiles for the kernels here (" << detail::kernel_isa() << ")";
+  CallSpec bsnd = prefill(8, 2, 64, 300), tnd = prefill(8, 2, 40, 131);
+  tnd.layout = "TND";
+  tnd.sparse_mode = 3;
+  tnd.mask = MaskKind::kCompressed;
+  tnd.act_q = std::vector<std::int64_t>{40, 33};
+  tnd.act_kv = std::vector<std::int64_t>{131, 100};
+  for (const CallSpec& spec : {bsnd, tnd}) {
+    const TestCall call = build_call(spec, 31);
+    detail::Problem p;
+    ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+    for (std::int64_t b = 0; b < p.batch; ++b)
+      for (std::int64_t n = 0; n < p.num_heads; ++n)
+        for (std::int64_t i = 0; i < p.act_q[b]; ++i)
+          for (std::int64_t d = 1; d < p.qk_dim; ++d)
+            set_stored_value(p.query.base, p.dtype, p.query.offset(b, n, i) + d, 0.0f);
+    const Outputs tiles = run_with_bf16_dots(call.args, false, true), fp32 = run_with_bf16_dots(call.args, false, false);
+    EXPECT_EQ(tiles.softmax_lse.bytes, fp32.softmax_lse.bytes) << spec.layout;
+    EXPECT_NE(tiles.attention_out.bytes, fp32.attention_out.bytes) << spec.layout;
+    expect_cpu_matches_reference(call.args, spec.lse, describe(spec), 2);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Compiled, PrefillDotsPerIsa, ::testing::ValuesIn(isa_params()),

@@ -103,9 +103,13 @@ TEST_P(WidenedKvPerIsa, TheStoreChangesNoBit) {
     EXPECT_EQ(plan.widened_kv_cols, 0);
     const Verdict v = criterion_a(none.attention_out, exact.out);
     EXPECT_TRUE(v.pass) << v.detail << "\n" << describe(spec);
-    // bf16 dot products for both products (P rounded to bf16: not TND) read K and V where they
-    // are stored: no store then.
-    const bool in_place = spec.dtype == DType::BF16 && spec.layout != "TND" && bf16_dots_run_here();
+    // bf16 dot products for both products (P rounded to bf16: not TND), or AMX tiles for P·V (P
+    // in bf16 or f32), read K and V where they are stored: no store then.
+    detail::Problem p;
+    ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+    detail::read_kernel_settings(&p);
+    const bool pairs = detail::bf16_wide_key_dots(p) || detail::amx_wide_keys(p);
+    const bool in_place = pairs && (detail::amx_wide_values(p) || detail::bf16_value_dots(p));
     for (const std::int64_t cols : {std::int64_t{10000}, std::int64_t{130}}) {  // every column; the first ones
       for (const int threads : {1, 2}) {
         const Outputs held = run_with_limits(call.args, with_store(store_bytes(spec, cols)), threads, &plan);

@@ -42,7 +42,7 @@ Outputs run_with_limits(const FiaArgs& args, const detail::PlanLimits& limits, i
   Outputs o;
   Status built = detail::build_problem(args, false, &state->problem);
   if (built.ok()) built = detail::apply_partial_options(options, &state->problem);
-  state->problem.bf16_dots = detail::bf16_dots_enabled();  // as plan() sets it
+  detail::read_kernel_settings(&state->problem);  // as plan() does
   EXPECT_TRUE(built.ok()) << built.to_string();
   if (!built.ok()) return o;
   state->backend = Backend::kCpu;

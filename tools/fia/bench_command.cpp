@@ -102,10 +102,11 @@ int bench_command(const BenchArgs& in) {
                      : !isa_has_dots                 ? "not taken by these kernels"
                                                      : "not taken (FIA_BF16_DOTS=1 asks for them)";
   const bool tiles_taken = isa_has_dots && detail::amx_enabled();
-  const char* tiles = !detail::amx_bf16_supported() ? "none on this CPU"
-                      : tiles_taken                  ? "taken"
-                      : !isa_has_dots                ? "not taken by these kernels"
-                                                     : "forbidden by FIA_AMX=0";
+  const char* tiles = !detail::amx_bf16_in_cpu()     ? "none on this CPU"
+                      : !detail::amx_setting_on()     ? "forbidden by FIA_AMX=0"
+                      : !detail::amx_bf16_supported() ? "not granted by Linux"
+                      : !isa_has_dots                 ? "not taken by these kernels"
+                                                      : "taken";
   std::printf("fia bench: %d thread%s, kernels %s (bf16 dot products: %s; AMX tiles: %s), tensors on %s pages; each "
               "shape against the medians of %d probe rounds taken between its calls (decode: the read bandwidth of its "
               "own K/V copies)\n",
