@@ -95,15 +95,47 @@ inline void tile_dot() {
   if constexpr (I == 1 && J == 1) asm volatile("tdpbf16ps %%tmm7, %%tmm5, %%tmm3" ::: "memory");
 }
 
+// A block of NI x NJ sum tiles (NI, NJ 1 or 2): sum tile 2i + j covers rows 16 i and columns 16 j
+// of the block, at c + 16 i * ld + 16 j (f32, ld floats per row); it takes A tile 4 + i times B
+// tile 6 + j.
+template <int NI, int NJ>
+inline void block_zero() {
+  tile_zero<0>();
+  if constexpr (NJ == 2) tile_zero<1>();
+  if constexpr (NI == 2) tile_zero<2>();
+  if constexpr (NI == 2 && NJ == 2) tile_zero<3>();
+}
+
+template <int NI, int NJ>
+inline void block_load(const float* c, std::int64_t ld) {
+  tile_load<0>(c, ld * 4);
+  if constexpr (NJ == 2) tile_load<1>(c + 16, ld * 4);
+  if constexpr (NI == 2) tile_load<2>(c + 16 * ld, ld * 4);
+  if constexpr (NI == 2 && NJ == 2) tile_load<3>(c + 16 * ld + 16, ld * 4);
+}
+
+template <int NI, int NJ>
+inline void block_store(float* c, std::int64_t ld) {
+  tile_store<0>(c, ld * 4);
+  if constexpr (NJ == 2) tile_store<1>(c + 16, ld * 4);
+  if constexpr (NI == 2) tile_store<2>(c + 16 * ld, ld * 4);
+  if constexpr (NI == 2 && NJ == 2) tile_store<3>(c + 16 * ld + 16, ld * 4);
+}
+
+template <int NI, int NJ>
+inline void block_dots() {
+  tile_dot<0, 0>();
+  if constexpr (NJ == 2) tile_dot<0, 1>();
+  if constexpr (NI == 2) tile_dot<1, 0>();
+  if constexpr (NI == 2 && NJ == 2) tile_dot<1, 1>();
+}
+
 /// The sums of NT x 16 tokens from t0 against NR x 16 query rows from r0, over every part's pairs
 /// in order, stored at out + t * ldo + r.
 template <int NT, int NR>
 void sums_block(const std::uint32_t* qp, std::int64_t ldq, const AmxKeyPart (&parts)[2], std::int64_t t0,
                 std::int64_t r0, float* out, std::int64_t ldo) {
-  tile_zero<0>();
-  if constexpr (NR == 2) tile_zero<1>();
-  if constexpr (NT == 2) tile_zero<2>();
-  if constexpr (NT == 2 && NR == 2) tile_zero<3>();
+  block_zero<NT, NR>();
   for (const AmxKeyPart& k : parts)
     for (std::int64_t c = 0; c < k.pairs; c += 16) {
       const char* a = static_cast<const char*>(k.rows) + t0 * k.row_bytes + c * 4;
@@ -112,16 +144,9 @@ void sums_block(const std::uint32_t* qp, std::int64_t ldq, const AmxKeyPart (&pa
       if constexpr (NT == 2) tile_load<5>(a + 16 * k.row_bytes, k.row_bytes);
       tile_load<6>(b, ldq * 4);
       if constexpr (NR == 2) tile_load<7>(b + 16, ldq * 4);
-      tile_dot<0, 0>();
-      if constexpr (NR == 2) tile_dot<0, 1>();
-      if constexpr (NT == 2) tile_dot<1, 0>();
-      if constexpr (NT == 2 && NR == 2) tile_dot<1, 1>();
+      block_dots<NT, NR>();
     }
-  float* o = out + t0 * ldo + r0;
-  tile_store<0>(o, ldo * 4);
-  if constexpr (NR == 2) tile_store<1>(o + 16, ldo * 4);
-  if constexpr (NT == 2) tile_store<2>(o + 16 * ldo, ldo * 4);
-  if constexpr (NT == 2 && NR == 2) tile_store<3>(o + 16 * ldo + 16, ldo * 4);
+  block_store<NT, NR>(out + t0 * ldo + r0, ldo);
 }
 
 /// sums_block over every query row for the NT x 16 tokens from t0.
@@ -140,29 +165,19 @@ void value_block(const std::uint32_t* vt, std::int64_t vd, const std::uint32_t* 
                  std::int64_t piece_words, std::int64_t chunks, std::int64_t rows, std::int64_t d0, std::int64_t r0,
                  float* acc_t) {
   float* c = acc_t + d0 * rows + r0;
-  const std::int64_t cs = rows * 4;
-  tile_load<0>(c, cs);
-  if constexpr (NR == 2) tile_load<1>(c + 16, cs);
-  if constexpr (ND == 2) tile_load<2>(c + 16 * rows, cs);
-  if constexpr (ND == 2 && NR == 2) tile_load<3>(c + 16 * rows + 16, cs);
+  block_load<ND, NR>(c, rows);
   for (std::int64_t kk = 0; kk < chunks; ++kk) {
     const std::uint32_t* a = vt + (kk * vd + d0) * 16;
     tile_load<4>(a, 64);
     if constexpr (ND == 2) tile_load<5>(a + 16 * 16, 64);
     for (std::int64_t piece = 0; piece < pieces; ++piece) {
       const std::uint32_t* b = pp + piece * piece_words + kk * 16 * rows + r0;
-      tile_load<6>(b, cs);
-      if constexpr (NR == 2) tile_load<7>(b + 16, cs);
-      tile_dot<0, 0>();
-      if constexpr (NR == 2) tile_dot<0, 1>();
-      if constexpr (ND == 2) tile_dot<1, 0>();
-      if constexpr (ND == 2 && NR == 2) tile_dot<1, 1>();
+      tile_load<6>(b, rows * 4);
+      if constexpr (NR == 2) tile_load<7>(b + 16, rows * 4);
+      block_dots<ND, NR>();
     }
   }
-  tile_store<0>(c, cs);
-  if constexpr (NR == 2) tile_store<1>(c + 16, cs);
-  if constexpr (ND == 2) tile_store<2>(c + 16 * rows, cs);
-  if constexpr (ND == 2 && NR == 2) tile_store<3>(c + 16 * rows + 16, cs);
+  block_store<ND, NR>(c, rows);
 }
 
 /// value_block over every row for the ND x 16 dims from d0.
@@ -278,13 +293,8 @@ double amx_bf16_products(std::int64_t iters) {
   for (int i = 0; i < 16 * 32; ++i)
     operand[i] = static_cast<std::uint16_t>((i % 2 == 0 ? 0x3F00 : 0xBF00) | ((i * 37) & 0x7F));
   tile_load<4>(operand, 64), tile_load<5>(operand, 64), tile_load<6>(operand, 64), tile_load<7>(operand, 64);
-  tile_zero<0>(), tile_zero<1>(), tile_zero<2>(), tile_zero<3>();
-  for (std::int64_t i = 0; i < iters; ++i) {
-    tile_dot<0, 0>();
-    tile_dot<0, 1>();
-    tile_dot<1, 0>();
-    tile_dot<1, 1>();
-  }
+  block_zero<2, 2>();
+  for (std::int64_t i = 0; i < iters; ++i) block_dots<2, 2>();
   return 4.0 * 2.0 * 16 * 16 * 32 * static_cast<double>(iters);
 #else
   (void)iters;

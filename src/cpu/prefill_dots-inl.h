@@ -227,17 +227,17 @@ HWY_INLINE void interleave_values(const Problem& p, const WorkItem& it, std::int
   });
 }
 
-/// True when no P of a tile (nc columns at st, stride cs, Rp rows) is subnormal: the dot products
-/// would read it as 0 (P >= 0 here).
-HWY_INLINE bool no_subnormal_p(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp) {
-  const __m512i exponent = _mm512_set1_epi32(0x7F800000);
-  __mmask16 bad = 0;
+/// True when some P of a tile (nc columns at st, stride cs, Rp rows; P >= 0) lies in (0, floor):
+/// with floor 2^-126, a subnormal P, which the dot products and the tiles read as 0.
+HWY_INLINE bool some_p_below(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp, float floor) {
+  const __m512 zero = _mm512_setzero_ps(), f = _mm512_set1_ps(floor);
+  __mmask16 low = 0;
   for (std::int64_t c = 0; c < nc; ++c)
     for (std::int64_t r = 0; r < Rp; r += 16) {
-      const __m512i x = _mm512_loadu_si512(st + c * cs + r);
-      bad |= _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(x, exponent), x, x);
+      const __m512 x = _mm512_loadu_ps(st + c * cs + r);
+      low |= _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), x, f, _CMP_LT_OQ);
     }
-  return bad == 0;
+  return low != 0;
 }
 
 /// Which bf16 halves of the words vp[0:vd) (an interleaved pair of V rows) hold a value that is
@@ -270,32 +270,36 @@ HWY_INLINE void add_half_in_fp32(const float* w, std::int64_t Rp, const std::uin
   }
 }
 
-/// The products a tile's dot products must not take, in fp32 instead (P column-major at st,
-/// stride cs; vi the interleaved V pairs; acc_t vd x Rp):
-///   - `checked` (a row may exclude a key of the tile: a band's edge, masks, pse): a V row that
-///     is not finite is added to the rows that weight it (P != 0) and zeroed in vi, so that the
-///     rows that exclude it (P = 0) never form 0 * inf or 0 * NaN, and their bits do not depend
-///     on its values (25.1 #24);
-///   - a subnormal P, which the instruction reads as 0: its product, for its row alone.
+/// The products a tile's dot products (or AMX tiles) must not take, in fp32 instead (P
+/// column-major at st, stride cs; vi the interleaved V pairs; acc_t vd x Rp):
+///   - in a `checked` tile (a row may exclude a key of the tile: a band's edge, masks, pse), and in
+///     every tile with `every_tile` (P in pieces, a piece of 0 times a V row that is not finite
+///     giving NaN where P times it gives infinity): a V row that is not finite is added to the
+///     rows that weight it (P != 0; every row in a tile that is not checked, as fp32 P·V does)
+///     and zeroed in vi, so that the rows that exclude it never form 0 * inf or 0 * NaN, and
+///     their bits do not depend on its values (25.1 #24);
+///   - a P in (0, floor), which the instruction would read as 0 (floor 2^-126: a subnormal P)
+///     or whose last piece could be subnormal: its product, for its row alone.
 /// A row's products go one way or the other by its own weights and the values of the keys it
 /// weights alone (as in pv_tile, whether a tile is checked follows from the item's rows and
 /// columns, not from any data).
 HWY_INLINE void products_in_fp32(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp, bool checked,
-                                 std::uint32_t* vi, std::int64_t vd, float* acc_t) {
-  if (checked)
+                                 bool every_tile, float floor, std::uint32_t* vi, std::int64_t vd, float* acc_t) {
+  if (checked || every_tile)
     for (std::int64_t k = 0; 2 * k < nc; ++k) {
       std::uint32_t* vp = vi + k * vd;
       const unsigned bad = non_finite_halves(vp, vd);
       for (const bool high : {false, true}) {
         if ((bad & (high ? 2u : 1u)) == 0) continue;
-        add_half_in_fp32(st + (2 * k + high) * cs, Rp, vp, high, vd, acc_t, [](float w) { return w != 0.0f; });
+        add_half_in_fp32(st + (2 * k + high) * cs, Rp, vp, high, vd, acc_t,
+                         [checked](float w) { return !checked || w != 0.0f; });
         for (std::int64_t d = 0; d < vd; ++d) vp[d] &= high ? 0x0000FFFFu : 0xFFFF0000u;
       }
     }
-  if (no_subnormal_p(st, cs, nc, Rp)) return;
+  if (!some_p_below(st, cs, nc, Rp, floor)) return;
   for (std::int64_t c = 0; c < nc; ++c)
     add_half_in_fp32(st + c * cs, Rp, vi + c / 2 * vd, c % 2 == 1, vd, acc_t,
-                     [](float w) { return w != 0.0f && std::fpclassify(w) == FP_SUBNORMAL; });
+                     [floor](float w) { return w != 0.0f && w < floor; });
 }
 
 /// Packs a P tile (bf16 values held as f32) into pairs of columns in place: column k becomes the
@@ -329,7 +333,7 @@ inline void wide_pair_accumulate(const Problem& p, const TileShape& tile, const 
     exp_tile(df, p, st, cs, nc, Rp, rs.max, l);
     interleave_values(p, it, c0, nc, vi, pending);
     const bool checked = !tile_fully_visible(p, it, c0, nc) || p.has_pse;
-    products_in_fp32(st, cs, nc, Rp, checked, vi, vd, s.acc_t);
+    products_in_fp32(st, cs, nc, Rp, checked, false, 0x1p-126f, vi, vd, s.acc_t);
     pack_p_pairs(st, cs, nc, Rp);
     const PairColumns parts[2] = {{reinterpret_cast<const char*>(vi), 4, 4 * vd, (nc + 1) / 2, 0}, {}};
     pair_panel(df, reinterpret_cast<const std::uint32_t*>(st), cs, Rp, parts, vd, s.acc_t, Rp, 1.0f, true);

@@ -4,7 +4,7 @@
 // product is still exact and only the order of the fp32 sums changes). Per tile: the V rows
 // interleaved into token pairs (interleave_values) and transposed, 16 pairs x 16 dims at a time,
 // into the tiles' layout (dims in rows); P split into its pieces, packed in pairs of tokens;
-// products the tiles must not take go through fp32 first (tile_products_in_fp32). An element's
+// products the tiles must not take go through fp32 first (products_in_fp32). An element's
 // share of a tile is one chain of tile products, whatever its block, so storage forms and thread
 // counts keep its bits.
 // Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets
@@ -31,46 +31,9 @@ inline std::int64_t tile_p_pieces(const Problem& p) { return p.p_rule.round_to =
 /// at least 2^-126).
 inline float tile_p_floor(std::int64_t pieces) { return pieces == 1 ? 0x1p-126f : 0x1p-103f; }
 
-/// True when some P of a tile (nc columns at st, stride cs, Rp rows) lies in (0, floor).
-HWY_INLINE bool some_p_below(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp, float floor) {
-  const __m512 zero = _mm512_setzero_ps(), f = _mm512_set1_ps(floor);
-  __mmask16 low = 0;
-  for (std::int64_t c = 0; c < nc; ++c)
-    for (std::int64_t r = 0; r < Rp; r += 16) {
-      const __m512 x = _mm512_loadu_ps(st + c * cs + r);
-      low |= _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), x, f, _CMP_LT_OQ);
-    }
-  return low != 0;
-}
-
-/// The products the tiles must not take, in fp32 first (P column-major at st, stride cs; vi the
-/// interleaved V pairs; acc_t vd x Rp):
-///   - a V row that is not finite (a piece of 0 times it would give NaN where P times it gives
-///     infinity): added in fp32 to the rows that weight it, or to every row where no row may
-///     exclude a key of the tile (as fp32 P·V does: 0 times it is NaN), and zeroed in vi, so
-///     that rows that exclude it keep their bits whatever it holds (25.1 #24);
-///   - a P in (0, floor): its product, for its row alone (tile_pieces leaves it out).
-HWY_INLINE void tile_products_in_fp32(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp, bool checked,
-                                      std::uint32_t* vi, std::int64_t vd, float floor, float* acc_t) {
-  for (std::int64_t k = 0; 2 * k < nc; ++k) {
-    std::uint32_t* vp = vi + k * vd;
-    const unsigned bad = non_finite_halves(vp, vd);
-    for (const bool high : {false, true}) {
-      if ((bad & (high ? 2u : 1u)) == 0) continue;
-      add_half_in_fp32(st + (2 * k + high) * cs, Rp, vp, high, vd, acc_t,
-                       [checked](float w) { return !checked || w != 0.0f; });
-      for (std::int64_t d = 0; d < vd; ++d) vp[d] &= high ? 0x0000FFFFu : 0xFFFF0000u;
-    }
-  }
-  if (!some_p_below(st, cs, nc, Rp, floor)) return;
-  for (std::int64_t c = 0; c < nc; ++c)
-    add_half_in_fp32(st + c * cs, Rp, vi + c / 2 * vd, c % 2 == 1, vd, acc_t,
-                     [floor](float w) { return w != 0.0f && w < floor; });
-}
-
 /// The pieces of a tile's P (nc columns at st, stride cs, Rp rows) in pairs of tokens for
 /// amx_value_sums: piece i's pair k (columns 2k, 2k + 1; 0 past nc, up to `pairs`) of row r at
-/// pp[i * piece_words + k * Rp + r]. P below `floor` counts as 0 (tile_products_in_fp32 took it).
+/// pp[i * piece_words + k * Rp + r]. P below `floor` counts as 0 (products_in_fp32 took it).
 /// Each piece is the bf16 truncation of what the ones before left, an exact f32 subtraction.
 HWY_INLINE void tile_pieces(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp, std::int64_t pairs,
                             std::int64_t pieces, float floor, std::uint32_t* pp, std::int64_t piece_words) {
@@ -121,7 +84,7 @@ inline void wide_tile_accumulate(const Problem& p, const TileShape& tile, const 
     interleave_values(p, it, c0, nc, vi.data(), pending.data());
     std::fill(vi.data() + (nc + 1) / 2 * vd, vi.data() + pairs * vd, 0u);
     const bool checked = !tile_fully_visible(p, it, c0, nc) || p.has_pse;
-    tile_products_in_fp32(st, cs, nc, Rp, checked, vi.data(), vd, floor, s.acc_t);
+    products_in_fp32(st, cs, nc, Rp, checked, true, floor, vi.data(), vd, s.acc_t);
     for (std::int64_t kk = 0; kk < chunks; ++kk)  // 16 pairs x vd words -> vd x 16, bits as they are
       transpose_into(df, reinterpret_cast<const float*>(vi.data() + kk * 16 * vd), vd, 16, vd,
                      reinterpret_cast<float*>(vt.data() + kk * vd * 16), 16);

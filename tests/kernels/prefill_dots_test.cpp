@@ -138,7 +138,7 @@ TEST_P(PrefillDotsPerIsa, AKeySomeRowsExcludeNeverReachesThemThroughItsValues) {
       CallSpec spec = prefill(8, 2, 150, 150);
       spec.batch = 1;
       spec.act_kv.reset();
-      spec.v_dim = key == 140 ? 72 : 80;  // 80: whole AMX tiles of 16 V dims (tile_products_in_fp32)
+      spec.v_dim = key == 140 ? 72 : 80;  // 80: whole AMX tiles of 16 V dims (products_in_fp32 for them)
       const std::string k = kind;
       if (k == "causal") {
         spec.sparse_mode = 3;
