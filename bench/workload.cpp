@@ -197,7 +197,8 @@ namespace {
 /// The shares of the cells (packed rows x columns of the items) of `p` whose Q·Kᵀ and whose P·V
 /// the kernels run as bf16 dot products (cpu/bf16_dots-inl.h) or on AMX tiles (cpu/amx.hpp), as
 /// a plan made now would, on an AVX-512 instruction set: Q·Kᵀ of in-place items as dot products
-/// (detail::bf16_key_dots), that of other wide items on tiles (amx_wide_keys) or else as dot
+/// (detail::bf16_key_dots; items of 16 rows run in place unless the tiles take both products of
+/// wide items), that of other wide items on tiles (amx_wide_keys) or else as dot
 /// products (bf16_wide_key_dots); P·V of those wide items on tiles (amx_wide_values), and else
 /// that of these items where P is E rounded to bf16 as dot products (bf16_value_dots; the few
 /// products either takes in fp32, of non-finite V rows and the smallest P, count as theirs).

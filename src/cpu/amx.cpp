@@ -42,8 +42,8 @@ bool process_may_use_tiles() {
 }
 
 /// Palette 1 with tiles 0-7 of 16 rows x 64 bytes: 0-3 the sums (C: 16 x 16 f32), 4-5 the A
-/// operands (K: 16 tokens x 16 pairs of dims; V: 16 dims x 16 pairs of tokens), 6-7 the B ones
-/// (the query: 16 pairs of dims x 16 rows; P: 16 pairs of tokens x 16 rows).
+/// operands (K: 16 tokens x 16 pairs of dims; P: 16 rows x 16 pairs of tokens), 6-7 the B ones
+/// (the query: 16 pairs of dims x 16 rows; V: 16 pairs of tokens x 16 dims).
 struct alignas(64) TileConfig {
   std::uint8_t palette = 1, start_row = 0;
   std::uint8_t reserved[14] = {};
@@ -86,7 +86,7 @@ inline void tile_store(void* base, std::int64_t stride) {
   if constexpr (T == 3) asm volatile("tilestored %%tmm3, (%0,%1,1)" : : "r"(base), "r"(stride) : "memory");
 }
 
-/// Sums tile 2i + j += K tile 4 + i times query tile 6 + j.
+/// Sums tile 2i + j += A tile 4 + i (K, or P) times B tile 6 + j (the query, or V).
 template <int I, int J>
 inline void tile_dot() {
   if constexpr (I == 0 && J == 0) asm volatile("tdpbf16ps %%tmm6, %%tmm4, %%tmm0" ::: "memory");
@@ -130,14 +130,45 @@ inline void block_dots() {
   if constexpr (NI == 2 && NJ == 2) tile_dot<1, 1>();
 }
 
+/// Whose rows amx_key_sums prefetches: with `on`, those of the 32 tokens after the block being
+/// summed, of the run's `count` tokens and then of the parts' next rows.
+struct KeysAhead {
+  bool on = false;
+  std::int64_t count = 0;
+};
+
+/// Prefetches into L2 the cache line(s) of the 64 bytes at `offset` of token t's row of part k
+/// (t past the run: of its next rows; none past those). Always inlined: GCC dropped the calls of
+/// the function otherwise (it has no effect but the prefetch), and with them every prefetch.
+[[gnu::always_inline]] inline void prefetch_key_line(const AmxKeyPart& k, std::int64_t t, std::int64_t count,
+                                                     std::int64_t offset) {
+  const char* row = nullptr;
+  if (t < count) {
+    row = static_cast<const char*>(k.rows) + t * k.row_bytes;
+  } else if (k.next != nullptr && t - count < k.next_count) {
+    row = static_cast<const char*>(k.next) + (t - count) * k.next_row_bytes;
+  }
+  if (row == nullptr) return;
+  const char* a = row + offset;
+  __builtin_prefetch(a, 0, 2);
+  if ((reinterpret_cast<std::uintptr_t>(a) & 63) != 0) __builtin_prefetch(a + 63, 0, 2);
+}
+
 /// The sums of NT x 16 tokens from t0 against NR x 16 query rows from r0, over every part's pairs
-/// in order, stored at out + t * ldo + r.
+/// in order, stored at out + t * ldo + r. With pf.on, each chunk of a part prefetches its share
+/// of that part's 64-byte pieces of the 32 rows after the block, in address order: the rows'
+/// pieces one after the other, 32 of them per chunk.
 template <int NT, int NR>
 void sums_block(const std::uint32_t* qp, std::int64_t ldq, const AmxKeyPart (&parts)[2], std::int64_t t0,
-                std::int64_t r0, float* out, std::int64_t ldo) {
+                std::int64_t r0, const KeysAhead& pf, float* out, std::int64_t ldo) {
   block_zero<NT, NR>();
   for (const AmxKeyPart& k : parts)
     for (std::int64_t c = 0; c < k.pairs; c += 16) {
+      if (pf.on) {
+        const std::int64_t per_row = k.pairs / 16;  // pieces per row
+        for (std::int64_t i = c / 16 * 32; i < (c / 16 + 1) * 32; ++i)
+          prefetch_key_line(k, t0 + 16 * NT + i / per_row, pf.count, i % per_row * 64);
+      }
       const char* a = static_cast<const char*>(k.rows) + t0 * k.row_bytes + c * 4;
       const std::uint32_t* b = qp + (k.first + c) * ldq + r0;
       tile_load<4>(a, k.row_bytes);
@@ -152,41 +183,42 @@ void sums_block(const std::uint32_t* qp, std::int64_t ldq, const AmxKeyPart (&pa
 /// sums_block over every query row for the NT x 16 tokens from t0.
 template <int NT>
 void token_block(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
-                 std::int64_t t0, float* out, std::int64_t ldo) {
+                 std::int64_t t0, const KeysAhead& pf, float* out, std::int64_t ldo) {
   std::int64_t r0 = 0;
-  for (; r0 + 32 <= rows; r0 += 32) sums_block<NT, 2>(qp, ldq, parts, t0, r0, out, ldo);
-  if (r0 < rows) sums_block<NT, 1>(qp, ldq, parts, t0, r0, out, ldo);
+  for (; r0 + 32 <= rows; r0 += 32) sums_block<NT, 2>(qp, ldq, parts, t0, r0, r0 == 0 ? pf : KeysAhead{}, out, ldo);
+  if (r0 < rows) sums_block<NT, 1>(qp, ldq, parts, t0, r0, r0 == 0 ? pf : KeysAhead{}, out, ldo);
 }
 
-/// The value sums of ND x 16 dims from d0 and NR x 16 rows from r0 (value_sums' layouts): the
-/// accumulators loaded, every chunk's pieces added in order, stored back.
-template <int ND, int NR>
-void value_block(const std::uint32_t* vt, std::int64_t vd, const std::uint32_t* pp, std::int64_t pieces,
-                 std::int64_t piece_words, std::int64_t chunks, std::int64_t rows, std::int64_t d0, std::int64_t r0,
-                 float* acc_t) {
-  float* c = acc_t + d0 * rows + r0;
-  block_load<ND, NR>(c, rows);
+/// The output sums of NR x 16 rows from r0 and ND x 16 dims from d0 (amx_output_sums' layouts):
+/// the accumulators loaded, every chunk's pieces added in order, stored back.
+template <int NR, int ND>
+void output_block(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piece_words, const std::uint32_t* vi,
+                  std::int64_t vd, std::int64_t chunks, std::int64_t rows, std::int64_t r0, std::int64_t d0, float* acc,
+                  std::int64_t ld) {
+  float* c = acc + r0 * ld + d0;
+  block_load<NR, ND>(c, ld);
   for (std::int64_t kk = 0; kk < chunks; ++kk) {
-    const std::uint32_t* a = vt + (kk * vd + d0) * 16;
-    tile_load<4>(a, 64);
-    if constexpr (ND == 2) tile_load<5>(a + 16 * 16, 64);
+    const std::uint32_t* b = vi + kk * 16 * vd + d0;
+    tile_load<6>(b, vd * 4);
+    if constexpr (ND == 2) tile_load<7>(b + 16, vd * 4);
     for (std::int64_t piece = 0; piece < pieces; ++piece) {
-      const std::uint32_t* b = pp + piece * piece_words + kk * 16 * rows + r0;
-      tile_load<6>(b, rows * 4);
-      if constexpr (NR == 2) tile_load<7>(b + 16, rows * 4);
-      block_dots<ND, NR>();
+      const std::uint32_t* a = pa + piece * piece_words + (kk * rows + r0) * 16;
+      tile_load<4>(a, 64);
+      if constexpr (NR == 2) tile_load<5>(a + 16 * 16, 64);
+      block_dots<NR, ND>();
     }
   }
-  block_store<ND, NR>(c, rows);
+  block_store<NR, ND>(c, ld);
 }
 
-/// value_block over every row for the ND x 16 dims from d0.
-template <int ND>
-void value_dims(const std::uint32_t* vt, std::int64_t vd, const std::uint32_t* pp, std::int64_t pieces,
-                std::int64_t piece_words, std::int64_t chunks, std::int64_t rows, std::int64_t d0, float* acc_t) {
-  std::int64_t r0 = 0;
-  for (; r0 + 32 <= rows; r0 += 32) value_block<ND, 2>(vt, vd, pp, pieces, piece_words, chunks, rows, d0, r0, acc_t);
-  if (r0 < rows) value_block<ND, 1>(vt, vd, pp, pieces, piece_words, chunks, rows, d0, r0, acc_t);
+/// output_block over every dim for the NR x 16 rows from r0.
+template <int NR>
+void output_rows(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piece_words, const std::uint32_t* vi,
+                 std::int64_t vd, std::int64_t chunks, std::int64_t rows, std::int64_t r0, float* acc,
+                 std::int64_t ld) {
+  std::int64_t d0 = 0;
+  for (; d0 + 32 <= vd; d0 += 32) output_block<NR, 2>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, d0, acc, ld);
+  if (d0 < vd) output_block<NR, 1>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, d0, acc, ld);
 }
 
 #endif  // FIA_AMX_ASM
@@ -235,13 +267,14 @@ AmxTileSession::~AmxTileSession() {
 }
 
 void amx_key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
-                  std::int64_t count, float* out, std::int64_t ldo) {
+                  std::int64_t count, bool prefetch, float* out, std::int64_t ldo) {
 #ifdef FIA_AMX_ASM
   assert(rows % 16 == 0 && rows <= ldq && parts[0].pairs % 16 == 0 && parts[1].pairs % 16 == 0);
   const AmxTileSession session;
+  const KeysAhead pf{prefetch, count};
   std::int64_t t = 0;
-  for (; t + 32 <= count; t += 32) token_block<2>(qp, ldq, rows, parts, t, out, ldo);
-  if (t + 16 <= count) token_block<1>(qp, ldq, rows, parts, t, out, ldo), t += 16;
+  for (; t + 32 <= count; t += 32) token_block<2>(qp, ldq, rows, parts, t, pf, out, ldo);
+  if (t + 16 <= count) token_block<1>(qp, ldq, rows, parts, t, pf, out, ldo), t += 16;
   if (t == count) return;
   // The last count - t (< 16) tokens: their K rows copied into 16 zeroed rows, their sums taken
   // there, as a whole tile's, and copied out.
@@ -256,30 +289,30 @@ void amx_key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, 
   char* dst = keys.data();
   for (int i = 0; i < 2; ++i) {
     const AmxKeyPart& k = parts[i];
-    tail[i] = {dst, k.pairs * 4, k.pairs, k.first};
+    tail[i] = {dst, k.pairs * 4, k.pairs, k.first, nullptr, 0, 0};
     for (std::int64_t j = 0; j < n && k.pairs > 0; ++j)
       std::memcpy(dst + j * k.pairs * 4, static_cast<const char*>(k.rows) + (t + j) * k.row_bytes,
                   static_cast<std::size_t>(k.pairs * 4));
     dst += 16 * k.pairs * 4;
   }
-  token_block<1>(qp, ldq, rows, tail, 0, sums.data(), rows);
+  token_block<1>(qp, ldq, rows, tail, 0, KeysAhead{}, sums.data(), rows);
   for (std::int64_t j = 0; j < n; ++j)
     std::copy(sums.data() + j * rows, sums.data() + (j + 1) * rows, out + (t + j) * ldo);
 #else
-  (void)qp, (void)ldq, (void)rows, (void)parts, (void)count, (void)out, (void)ldo;
+  (void)qp, (void)ldq, (void)rows, (void)parts, (void)count, (void)prefetch, (void)out, (void)ldo;
 #endif
 }
 
-void amx_value_sums(const std::uint32_t* vt, std::int64_t vd, const std::uint32_t* pp, std::int64_t pieces,
-                    std::int64_t piece_words, std::int64_t chunks, std::int64_t rows, float* acc_t) {
+void amx_output_sums(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piece_words, const std::uint32_t* vi,
+                     std::int64_t vd, std::int64_t chunks, std::int64_t rows, float* acc, std::int64_t ld) {
 #ifdef FIA_AMX_ASM
-  assert(vd % 16 == 0 && rows % 16 == 0);
+  assert(vd % 16 == 0 && rows % 16 == 0 && vd <= ld);
   const AmxTileSession session;
-  std::int64_t d0 = 0;
-  for (; d0 + 32 <= vd; d0 += 32) value_dims<2>(vt, vd, pp, pieces, piece_words, chunks, rows, d0, acc_t);
-  if (d0 < vd) value_dims<1>(vt, vd, pp, pieces, piece_words, chunks, rows, d0, acc_t);
+  std::int64_t r0 = 0;
+  for (; r0 + 32 <= rows; r0 += 32) output_rows<2>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, acc, ld);
+  if (r0 < rows) output_rows<1>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, acc, ld);
 #else
-  (void)vt, (void)vd, (void)pp, (void)pieces, (void)piece_words, (void)chunks, (void)rows, (void)acc_t;
+  (void)pa, (void)pieces, (void)piece_words, (void)vi, (void)vd, (void)chunks, (void)rows, (void)acc, (void)ld;
 #endif
 }
 

@@ -1,7 +1,8 @@
-// Intel AMX tiles for Q·Kᵀ and P·V of bf16 prefill (tdpbf16ps: 16 x 16 f32 sums of 32 bf16 products per
-// instruction; measured 1.0-2.4 TFLOP/s on one Emerald Rapids core, varying run to run, against
-// about 150 GFLOP/s of fp32 FMAs). x86-64 Linux with gcc or clang only; elsewhere
-// amx_bf16_supported() is false and nothing calls amx_key_sums or amx_value_sums.
+// Intel AMX tiles for Q·Kᵀ and P·V of bf16 wide items: prefill, and decode of 16 rows (tdpbf16ps:
+// 16 x 16 f32 sums of 32 bf16 products per instruction; measured 1.0-2.4 TFLOP/s on one Emerald
+// Rapids core, varying run to run, against about 150 GFLOP/s of fp32 FMAs). x86-64 Linux with gcc
+// or clang only; elsewhere amx_bf16_supported() is false and nothing calls amx_key_sums or
+// amx_output_sums.
 #pragma once
 
 #include <cstdint>
@@ -52,10 +53,14 @@ class AmxTileSession {
 
 /// One operand part of amx_key_sums: the K rows of the tokens (token t's at rows + t * row_bytes
 /// bytes, bf16), `pairs` pairs of dims (a multiple of 16) from the row's start, which meet the
-/// query's pairs from pair `first`. A part of 0 pairs is skipped (rows may be null).
+/// query's pairs from pair `first`. A part of 0 pairs is skipped (rows may be null). For
+/// prefetching only: the same part of the next run's rows (a paged cache's next block), token t's
+/// at next + t * next_row_bytes for t < next_count (null: none).
 struct AmxKeyPart {
   const void* rows = nullptr;
   std::int64_t row_bytes = 0, pairs = 0, first = 0;
+  const void* next = nullptr;
+  std::int64_t next_row_bytes = 0, next_count = 0;
 };
 
 /// out[t * ldo + r] = the sum of the bf16 products of query row r with token t over the parts'
@@ -66,21 +71,23 @@ struct AmxKeyPart {
 /// sums to 0, as vdpbf16ps does: cpu/bf16_dots-inl.h; query_pairs keeps the queries for which that
 /// could matter off both). A sum depends on its row and token alone, not on where the token lies
 /// in `count` nor on count itself (the last count % 16 tokens go through a zero-padded tile of
-/// their own). FIA-SPEC 5 steps 1-2. Call only where amx_bf16_supported().
+/// their own). With `prefetch`, each block of 32 tokens prefetches the rows of the next block
+/// (into the parts' next rows) into L2 as it goes, in address order. FIA-SPEC 5 steps 1-2. Call
+/// only where amx_bf16_supported().
 void amx_key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
-                  std::int64_t count, float* out, std::int64_t ldo);
+                  std::int64_t count, bool prefetch, float* out, std::int64_t ldo);
 
-/// P·V on AMX tiles: acc_t[d * rows + r] += the sum, over chunks of 32 tokens kk in order and
-/// within each over the pieces in order, of the bf16 products of V's dim d with P's row r, for d <
-/// vd (a multiple of 16) and r < rows (a multiple of 16). vt holds V transposed in token pairs:
-/// word vt[(kk * vd + d) * 16 + j] holds dim d of tokens 32 kk + 2j (low half) and 32 kk + 2j + 1;
-/// pp holds the pieces of P, piece i's pair of those tokens for row r at pp[i * piece_words +
-/// (kk * 16 + j) * rows + r] (tdpbf16ps: exact products, fp32 sums in the instruction's order
-/// within a chunk, subnormal inputs read as 0: the caller keeps such P and non-finite V off it).
-/// An element's sum depends on its own V dim and P row alone. Call only where
-/// amx_bf16_supported().
-void amx_value_sums(const std::uint32_t* vt, std::int64_t vd, const std::uint32_t* pp, std::int64_t pieces,
-                    std::int64_t piece_words, std::int64_t chunks, std::int64_t rows, float* acc_t);
+/// P·V on AMX tiles: acc[r * ld + d] += the sum, over chunks of 32 tokens kk in order and within
+/// each over the pieces in order, of the bf16 products of P's row r with V's dim d, for r < rows
+/// and d < vd (both multiples of 16, vd <= ld). pa holds the pieces of P, piece i's pair j of
+/// chunk kk for row r (tokens 32 kk + 2j in the low half and 32 kk + 2j + 1) at pa[i *
+/// piece_words + (kk * rows + r) * 16 + j]; vi holds V's rows interleaved in token pairs, word
+/// vi[k * vd + d] dim d of tokens 2k (low half) and 2k + 1. tdpbf16ps: exact products, fp32 sums
+/// in the instruction's order within a chunk, subnormal inputs read as 0: the caller keeps such
+/// P and non-finite V off it. An element's sum depends on its own P row and V dim alone. Call
+/// only where amx_bf16_supported().
+void amx_output_sums(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piece_words, const std::uint32_t* vi,
+                     std::int64_t vd, std::int64_t chunks, std::int64_t rows, float* acc, std::int64_t ld);
 
 /// For fia bench's AMX peak probe: 4 x `iters` tdpbf16ps on register-resident tiles (two K and
 /// two query tiles of bf16 values of mixed signs and mantissas, loaded once, into four sums), on

@@ -50,6 +50,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 template <class QSrc, class KvSrc>
 ItemKernels kernels_for(const Problem& p) {
   ItemKernels k;
+  bool tiles = false;  // AMX tiles take both products of wide items
   k.narrow_scores = &narrow_scores<QSrc, KvSrc>;
   k.wide_scores = &wide_scores<QSrc, KvSrc>;
   k.narrow_accumulate = &narrow_accumulate<KvSrc>;
@@ -61,6 +62,7 @@ ItemKernels kernels_for(const Problem& p) {
       if (amx_wide_values(p)) {
         k.wide_accumulate = &wide_tile_accumulate;
         k.wide_reads_kv_in_place = true;
+        tiles = amx_wide_keys(p);
       } else if (bf16_value_dots(p)) {
         k.wide_accumulate = &wide_pair_accumulate;
         k.wide_reads_kv_in_place = true;
@@ -69,12 +71,13 @@ ItemKernels kernels_for(const Problem& p) {
 #endif
 #ifdef FIA_INPLACE_WIDE
   if constexpr (std::is_same_v<QSrc, KvSrc>)
-    if (inplace_supported(p)) {
+    if (inplace_supported(p) && !tiles) {  // items of 16 rows take the tiles too where they take both products
       k.inplace_scores = &inplace_scores<QSrc, KvSrc>;
       k.inplace_accumulate = inplace_pv(p) ? &inplace_accumulate<KvSrc> : &wide_accumulate<KvSrc>;
     }
 #else
   (void)p;
+  (void)tiles;
 #endif
   return k;
 }

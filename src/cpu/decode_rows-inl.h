@@ -157,6 +157,49 @@ HWY_INLINE NextRows next_rows(const Problem& p, const WorkItem& it, const KvRun&
   return {static_cast<const char*>(keys ? n.key : n.value), std::min(n.count, end - next)};
 }
 
+/// The rows of the item's tokens some way ahead of the products, for prefetching: from the run
+/// being computed on into the run after it (a paged cache's next block), so that every run
+/// starts with its rows on the way.
+struct RowsAhead {
+  struct Rows {
+    const char* base = nullptr;
+    std::int64_t stride = 0, bytes = 0;
+  };
+  Rows now[2], next[2];  ///< K (or V) and rope rows of this run and the next
+  std::int64_t count = 0, next_count = 0;
+
+  /// Row k (0: K or V, 1: rope) of token t of the run (t >= count: of the next run), or null.
+  HWY_INLINE const char* row(std::int64_t t, int k) const {
+    if (t < count) return now[k].bytes > 0 ? now[k].base + t * now[k].stride : nullptr;
+    t -= count;
+    return t < next_count && next[k].bytes > 0 ? next[k].base + t * next[k].stride : nullptr;
+  }
+};
+
+/// The rows ahead of one run of keys (K and rope) or values of item `it` from logical column j.
+HWY_INLINE RowsAhead rows_ahead(const Problem& p, const WorkItem& it, const KvRun& run, std::int64_t j, bool keys) {
+  const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
+  auto rows = [&](const KvRun& r, RowsAhead::Rows* out) {
+    if (keys) {
+      out[0] = {static_cast<const char*>(r.key), r.key_stride * es, p.qk_dim * es};
+      if (p.rope_dim > 0) out[1] = {static_cast<const char*>(r.key_rope), r.rope_stride * es, p.rope_dim * es};
+    } else {
+      out[0] = {static_cast<const char*>(r.value), r.value_stride * es, p.v_dim * es};
+    }
+  };
+  RowsAhead a;
+  a.count = run.count;
+  rows(run, a.now);
+  if (j + run.count < it.col_end) {
+    const KvRun n = p.locate(it.b, it.h, j + run.count);
+    if (!n.tiled()) {  // NZ rows are copied into contiguous ones first (for_each_run)
+      a.next_count = std::min(n.count, it.col_end - j - run.count);
+      rows(n, a.next);
+    }
+  }
+  return a;
+}
+
 /// Calls fn(first token, first packed row, KV head within the item, sub-run, prefetch, heads) for
 /// every (query row, KV head) of a narrow item over one run. Single-head items take the run whole,
 /// prefetching their rows ahead; items spanning several KV heads go block by block of

@@ -122,13 +122,24 @@ HWY_INLINE void pair_run_scores(DF df, const Problem& p, const std::uint32_t* qp
   pair_panel(df, qp, Rp, Rp, parts, run.count, st, ldo, p.scale, false);
 }
 
+/// The most bytes of K rows (key and rope parts) a block of 32 tokens may hold for amx_key_sums
+/// to prefetch the next block while it sums one. In-process A/B (Emerald Rapids, AVX3, 2 threads,
+/// 10 alternating pairs, twice): P3's blocks of 8 KiB took 0.94x the time with the prefetches
+/// (faster in 10 of 10 both times); decode MLA's blocks of 36 KiB, D6, 1.08x (slower in 6 and 9
+/// of 10): that many prefetches wait for line fill buffers.
+inline constexpr std::int64_t kTilePrefetchBytes = 16384;
+
 /// pair_run_scores on AMX tiles (amx_wide_keys, cpu/amx.hpp): the sums of the run's tokens taken
-/// as whole tiles of 16 tokens x 16 rows, then scaled and saturated in place.
+/// as whole tiles of 16 tokens x 16 rows, then scaled and saturated in place; the next block's
+/// rows prefetched meanwhile where a block holds at most kTilePrefetchBytes (into the next run:
+/// `ahead`).
 HWY_INLINE void tile_run_scores(DF df, const Problem& p, const std::uint32_t* qp, std::int64_t Rp, const KvRun& run,
-                                float* st, std::int64_t ldo) {
-  const AmxKeyPart parts[2] = {{run.key, run.key_stride * 2, p.qk_dim / 2, 0},
-                               {run.key_rope, run.rope_stride * 2, p.rope_dim / 2, p.qk_dim / 2}};
-  amx_key_sums(qp, Rp, Rp, parts, run.count, st, ldo);
+                                const RowsAhead& ahead, float* st, std::int64_t ldo) {
+  const AmxKeyPart parts[2] = {
+      {run.key, run.key_stride * 2, p.qk_dim / 2, 0, ahead.next[0].base, ahead.next[0].stride, ahead.next_count},
+      {run.key_rope, run.rope_stride * 2, p.rope_dim / 2, p.qk_dim / 2, ahead.next[1].base, ahead.next[1].stride,
+       ahead.next_count}};
+  amx_key_sums(qp, Rp, Rp, parts, run.count, 32 * 2 * (p.qk_dim + p.rope_dim) <= kTilePrefetchBytes, st, ldo);
   const VF vs = hn::Set(df, p.scale);
   for (std::int64_t t = 0; t < run.count; ++t)
     for (std::int64_t r = 0; r < Rp; r += 16) {
@@ -163,7 +174,8 @@ void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& i
     float* st = sv.base + (c0 - it.col_begin) * sv.col_stride;
     for_each_run(p, it.b, it.h, c0, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
       if (amx_wide_keys(p)) {
-        tile_run_scores(df, p, qp, Rp, run, st + c * sv.col_stride, sv.col_stride);
+        const RowsAhead ahead = rows_ahead(p, it, run, c0 + c, true);
+        tile_run_scores(df, p, qp, Rp, run, ahead, st + c * sv.col_stride, sv.col_stride);
       } else {
         pair_run_scores(df, p, qp, Rp, run, st + c * sv.col_stride, sv.col_stride);
       }
@@ -192,11 +204,15 @@ constexpr PairWordIndices pair_word_indices() {
 inline constexpr PairWordIndices kPairWordIndices = pair_word_indices();
 
 /// out[d] = a[d] | b[d] << 16 for d < vd: the bf16 pairs of rows a and b (b null: 0 in the high
-/// halves), in the order of d.
-HWY_INLINE void interleave_rows(const std::uint16_t* a, const std::uint16_t* b, std::int64_t vd, std::uint32_t* out) {
+/// halves), in the order of d. The same 32 elements of rows pa and pb (null: none) are
+/// prefetched into L2 with each 32 read, so that prefetches spread over the work.
+HWY_INLINE void interleave_rows(const std::uint16_t* a, const std::uint16_t* b, std::int64_t vd, std::uint32_t* out,
+                                const char* pa = nullptr, const char* pb = nullptr) {
   const __m512i lo = _mm512_load_si512(kPairWordIndices.lo), hi = _mm512_load_si512(kPairWordIndices.hi);
   for (std::int64_t d = 0; d < vd; d += 32) {
     const std::int64_t n = std::min<std::int64_t>(32, vd - d);
+    if (pa != nullptr) prefetch_row(pa + 2 * d, 2 * n);
+    if (pb != nullptr) prefetch_row(pb + 2 * d, 2 * n);
     const __mmask32 words = n == 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
     const __m512i va = _mm512_maskz_loadu_epi16(words, a + d);
     const __m512i vb = b != nullptr ? _mm512_maskz_loadu_epi16(words, b + d) : _mm512_setzero_si512();
@@ -207,17 +223,26 @@ HWY_INLINE void interleave_rows(const std::uint16_t* a, const std::uint16_t* b, 
   }
 }
 
+/// Bytes of V rows ahead of interleave_values's reads that it prefetches (whole tokens, at least
+/// two): without them D6 on AMX tiles took 1.15-1.17x the time (Emerald Rapids, 2 threads,
+/// in-process A/B, 8 alternating pairs, twice).
+inline constexpr std::int64_t kInterleaveAheadBytes = 8192;
+
 /// The V rows of tile columns [c0, c0 + nc) as bf16 pairs of tokens: vi[k * v_dim + d] holds
 /// column 2k's element d in its low half and column 2k + 1's in its high half (0 past nc).
-/// `pending` (v_dim halves) keeps a pair's first row when its second lies in the next run.
+/// `pending` (v_dim halves) keeps a pair's first row when its second lies in the next run. With
+/// `prefetch` the rows kInterleaveAheadBytes on (into the item's next run) are prefetched meanwhile.
 HWY_INLINE void interleave_values(const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc,
-                                  std::uint32_t* vi, std::uint16_t* pending) {
-  const std::int64_t vd = p.v_dim;
+                                  std::uint32_t* vi, std::uint16_t* pending, bool prefetch) {
+  const std::int64_t vd = p.v_dim, ahead = std::max<std::int64_t>(2, kInterleaveAheadBytes / (2 * vd));
   for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
     auto row = [&](std::int64_t t) { return static_cast<const std::uint16_t*>(run.value) + t * run.value_stride; };
+    const RowsAhead rows = prefetch ? rows_ahead(p, it, run, c0 + c, false) : RowsAhead{};
     std::int64_t t = 0;
     if (c % 2 == 1) interleave_rows(pending, row(t++), vd, vi + (c - 1) / 2 * vd);
-    for (; t + 1 < run.count; t += 2) interleave_rows(row(t), row(t + 1), vd, vi + (c + t) / 2 * vd);
+    for (; t + 1 < run.count; t += 2)
+      interleave_rows(row(t), row(t + 1), vd, vi + (c + t) / 2 * vd, rows.row(t + ahead, 0),
+                      rows.row(t + ahead + 1, 0));
     if (t == run.count) return;
     if (c + t + 1 == nc) {
       interleave_rows(row(t), nullptr, vd, vi + (c + t) / 2 * vd);
@@ -254,24 +279,32 @@ HWY_INLINE unsigned non_finite_halves(const std::uint32_t* vp, std::int64_t vd) 
   return (bad_lo != 0 ? 1u : 0u) | (bad_hi != 0 ? 2u : 0u);
 }
 
-/// acc_t[d * Rp + r] += w[r] * V[d] in fp32 for the rows r whose weight w[r] passes `take`, V the
-/// bf16 half (`high` or low) of the words vp[0:vd) (an interleaved pair of V rows).
+/// The accumulators of a wide item's P·V: row r's element d at at[r * row_step + d * dim_step]
+/// (the item's acc_t, dims by rows: row_step 1, dim_step Rp; rows in order: row_step vd, dim_step 1).
+struct Accumulators {
+  float* at = nullptr;
+  std::int64_t row_step = 0, dim_step = 0;
+};
+
+/// acc (r, d) += w[r] * V[d] in fp32 for the rows r whose weight w[r] passes `take`, V the bf16
+/// half (`high` or low) of the words vp[0:vd) (an interleaved pair of V rows).
 template <class Take>
 HWY_INLINE void add_half_in_fp32(const float* w, std::int64_t Rp, const std::uint32_t* vp, bool high, std::int64_t vd,
-                                 float* acc_t, Take take) {
+                                 const Accumulators& acc, Take take) {
   for (std::int64_t r = 0; r < Rp; ++r) {
     if (!take(w[r])) continue;
+    float* row = acc.at + r * acc.row_step;
     for (std::int64_t d = 0; d < vd; ++d) {
       const std::uint32_t bits = high ? vp[d] & 0xFFFF0000u : vp[d] << 16;
       float v;
       std::memcpy(&v, &bits, sizeof v);
-      acc_t[d * Rp + r] += w[r] * v;
+      row[d * acc.dim_step] += w[r] * v;
     }
   }
 }
 
 /// The products a tile's dot products (or AMX tiles) must not take, in fp32 instead (P
-/// column-major at st, stride cs; vi the interleaved V pairs; acc_t vd x Rp):
+/// column-major at st, stride cs; vi the interleaved V pairs; acc the item's accumulators):
 ///   - in a `checked` tile (a row may exclude a key of the tile: a band's edge, masks, pse), and in
 ///     every tile with `every_tile` (P in pieces, a piece of 0 times a V row that is not finite
 ///     giving NaN where P times it gives infinity): a V row that is not finite is added to the
@@ -284,21 +317,22 @@ HWY_INLINE void add_half_in_fp32(const float* w, std::int64_t Rp, const std::uin
 /// weights alone (as in pv_tile, whether a tile is checked follows from the item's rows and
 /// columns, not from any data).
 HWY_INLINE void products_in_fp32(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp, bool checked,
-                                 bool every_tile, float floor, std::uint32_t* vi, std::int64_t vd, float* acc_t) {
+                                 bool every_tile, float floor, std::uint32_t* vi, std::int64_t vd,
+                                 const Accumulators& acc) {
   if (checked || every_tile)
     for (std::int64_t k = 0; 2 * k < nc; ++k) {
       std::uint32_t* vp = vi + k * vd;
       const unsigned bad = non_finite_halves(vp, vd);
       for (const bool high : {false, true}) {
         if ((bad & (high ? 2u : 1u)) == 0) continue;
-        add_half_in_fp32(st + (2 * k + high) * cs, Rp, vp, high, vd, acc_t,
+        add_half_in_fp32(st + (2 * k + high) * cs, Rp, vp, high, vd, acc,
                          [checked](float w) { return !checked || w != 0.0f; });
         for (std::int64_t d = 0; d < vd; ++d) vp[d] &= high ? 0x0000FFFFu : 0xFFFF0000u;
       }
     }
   if (!some_p_below(st, cs, nc, Rp, floor)) return;
   for (std::int64_t c = 0; c < nc; ++c)
-    add_half_in_fp32(st + c * cs, Rp, vi + c / 2 * vd, c % 2 == 1, vd, acc_t,
+    add_half_in_fp32(st + c * cs, Rp, vi + c / 2 * vd, c % 2 == 1, vd, acc,
                      [floor](float w) { return w != 0.0f && w < floor; });
 }
 
@@ -331,9 +365,9 @@ inline void wide_pair_accumulate(const Problem& p, const TileShape& tile, const 
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0), cs = sv.col_stride;
     float* st = sv.base + (c0 - it.col_begin) * cs;
     exp_tile(df, p, st, cs, nc, Rp, rs.max, l);
-    interleave_values(p, it, c0, nc, vi, pending);
+    interleave_values(p, it, c0, nc, vi, pending, false);
     const bool checked = !tile_fully_visible(p, it, c0, nc) || p.has_pse;
-    products_in_fp32(st, cs, nc, Rp, checked, false, 0x1p-126f, vi, vd, s.acc_t);
+    products_in_fp32(st, cs, nc, Rp, checked, false, 0x1p-126f, vi, vd, Accumulators{s.acc_t, 1, Rp});
     pack_p_pairs(st, cs, nc, Rp);
     const PairColumns parts[2] = {{reinterpret_cast<const char*>(vi), 4, 4 * vd, (nc + 1) / 2, 0}, {}};
     pair_panel(df, reinterpret_cast<const std::uint32_t*>(st), cs, Rp, parts, vd, s.acc_t, Rp, 1.0f, true);

@@ -1,5 +1,6 @@
 // In-place wide items: wide items of exactly one row block (kInplaceRows = 16 packed rows, e.g.
-// decode MLA's 16 heads, or 4 draft tokens x 4 GQA heads) over fp16/bf16/f32 K and V rows. Both
+// decode MLA's 16 heads, or 4 draft tokens x 4 GQA heads) over fp16/bf16/f32 K and V rows (bf16
+// ones only where AMX tiles do not take both products: cpu/attention_item.cpp). Both
 // products read the stored rows where they are and widen them in registers, so the rows stream
 // from memory while the multiply-adds run, instead of a widening pass over every tile first
 // (prefill-inl.h), which stalls on memory with no arithmetic to overlap.
@@ -89,49 +90,6 @@ template <class Src>
 HWY_INLINE std::int64_t pair_element(std::int64_t k, std::int64_t lanes) {
   if constexpr (PairLoads<Src>::kInterleaved) return k < lanes ? 2 * k : 2 * (k - lanes) + 1;
   return k;
-}
-
-/// The rows of the item's tokens some way ahead of the products, for prefetching: from the run
-/// being computed on into the run after it (a paged cache's next block), so that every run
-/// starts with its rows on the way.
-struct RowsAhead {
-  struct Rows {
-    const char* base = nullptr;
-    std::int64_t stride = 0, bytes = 0;
-  };
-  Rows now[2], next[2];  ///< K (or V) and rope rows of this run and the next
-  std::int64_t count = 0, next_count = 0;
-
-  /// Row k (0: K or V, 1: rope) of token t of the run (t >= count: of the next run), or null.
-  HWY_INLINE const char* row(std::int64_t t, int k) const {
-    if (t < count) return now[k].bytes > 0 ? now[k].base + t * now[k].stride : nullptr;
-    t -= count;
-    return t < next_count && next[k].bytes > 0 ? next[k].base + t * next[k].stride : nullptr;
-  }
-};
-
-/// The rows ahead of one run of keys (K and rope) or values of item `it` from logical column j.
-HWY_INLINE RowsAhead rows_ahead(const Problem& p, const WorkItem& it, const KvRun& run, std::int64_t j, bool keys) {
-  const std::int64_t es = static_cast<std::int64_t>(dtype_size(p.kv_dtype));
-  auto rows = [&](const KvRun& r, RowsAhead::Rows* out) {
-    if (keys) {
-      out[0] = {static_cast<const char*>(r.key), r.key_stride * es, p.qk_dim * es};
-      if (p.rope_dim > 0) out[1] = {static_cast<const char*>(r.key_rope), r.rope_stride * es, p.rope_dim * es};
-    } else {
-      out[0] = {static_cast<const char*>(r.value), r.value_stride * es, p.v_dim * es};
-    }
-  };
-  RowsAhead a;
-  a.count = run.count;
-  rows(run, a.now);
-  if (j + run.count < it.col_end) {
-    const KvRun n = p.locate(it.b, it.h, j + run.count);
-    if (!n.tiled()) {  // NZ rows are copied into contiguous ones first (for_each_run)
-      a.next_count = std::min(n.count, it.col_end - j - run.count);
-      rows(n, a.next);
-    }
-  }
-  return a;
 }
 
 /// Tokens per block of Q·Kᵀ: each block keeps one accumulator per (token, row vector) beside the

@@ -114,8 +114,8 @@ struct RowStats;
 /// The phase A and B kernels of work items (cpu/attention_item.hpp) for one (query dtype x KV
 /// format) pair on the running instruction set, chosen once when the plan is made; narrow
 /// (decode), wide (prefill) or in-place wide (wide items of kInplaceRows rows, when the problem
-/// has in-place kernels on this instruction set: null otherwise) is then picked per item by its
-/// shape.
+/// has in-place kernels on this instruction set and AMX tiles do not take both products of its
+/// wide items: null otherwise) is then picked per item by its shape.
 struct ItemKernels {
   using Scores = void (*)(const Problem&, const TileShape&, const WorkItem&, const ItemScratch&, ScoreView, float*);
   using Accumulate = void (*)(const Problem&, const TileShape&, const WorkItem&, const ItemScratch&, ScoreView,

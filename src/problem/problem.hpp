@@ -335,9 +335,10 @@ inline bool bf16_key_rows(const Problem& p) {
 /// planned where they are taken (Problem::bf16_dots, cpu/isa.hpp).
 inline bool bf16_key_dots(const Problem& p) { return p.bf16_dots && bf16_key_rows(p); }
 
-/// True when Q·Kᵀ of the wide (prefill) items of `p` that do not run in place takes AMX tiles
-/// (cpu/amx.hpp, cpu/prefill_dots-inl.h): bf16_key_rows, planned where they are taken
-/// (Problem::amx), with key and rope dims in whole chunks of 32 (one tile row of K).
+/// True when Q·Kᵀ of the wide items of `p` that do not run in place takes AMX tiles (cpu/amx.hpp,
+/// cpu/prefill_dots-inl.h): bf16_key_rows, planned where they are taken (Problem::amx), with key
+/// and rope dims in whole chunks of 32 (one tile row of K). Where amx_wide_values holds too, no
+/// item runs in place (cpu/attention_item.cpp).
 inline bool amx_wide_keys(const Problem& p) {
   return p.amx && bf16_key_rows(p) && p.qk_dim % 32 == 0 && p.rope_dim % 32 == 0;
 }
@@ -348,7 +349,7 @@ inline bool bf16_wide_key_dots(const Problem& p) {
   return bf16_key_dots(p) && p.qk_dim % 2 == 0 && p.rope_dim % 2 == 0;
 }
 
-/// True when P·V of the wide (prefill) items of `p` that do not run in place takes AMX tiles
+/// True when P·V of the wide items of `p` that do not run in place takes AMX tiles
 /// (cpu/amx.hpp, cpu/prefill_tiles-inl.h), where their Q·Kᵀ takes the tiles or bf16 dot products:
 /// bf16_key_rows (V bf16 too), planned where they are taken (Problem::amx), V dims in whole tiles
 /// of 16, and P E rounded to bf16 or kept in f32 (FIA-SPEC 25.3: non-TND layouts, and TND's high

@@ -143,9 +143,9 @@ TEST(BenchRoofline, MaskedBf16PrefillJudgesBothProductsAgainstTheBf16DotProductP
 }
 
 // Items of each kind count by their cells: 16 heads of one query row over bf16 rows run in place
-// (both products on dot products, P rounded to bf16), 4 query rows of 16 heads make a wide item
-// of 64 rows (both products too), and narrow items (decode of 4 heads over a KV head of their
-// own) take none.
+// (both products on dot products, P rounded to bf16; on AMX tiles where those take both products
+// of wide items), 4 query rows of 16 heads make a wide item of 64 rows (both products too), and
+// narrow items (decode of 4 heads over a KV head of their own) take none.
 TEST(BenchRoofline, ItemsOfEachKindCountByTheirCells) {
   const std::string file = testing::TempDir() + "mixed_shapes.json";
   {
@@ -167,14 +167,15 @@ TEST(BenchRoofline, ItemsOfEachKindCountByTheirCells) {
                      loaded[0].flops_per_call * (2 * 16.0 + 2 * 64.0) / (8.0 + 2 * 16.0 + 2 * 64.0));
     EXPECT_EQ(loaded[0].tile_flops_per_call, 0.0);
   }
-  // With AMX tiles both products of the wide items move to them.
+  // With AMX tiles both products of the wide items move to them, and those of the items of 16
+  // rows, which then run as wide items, too.
   const ScopedAmx tiles(true);
   auto loaded = bench::load_shapes(file, {});
   ASSERT_EQ(loaded.size(), 1u);
   if (!amx_runs_here()) GTEST_SKIP() << "no AMX tiles for the kernels here";
   const double all = loaded[0].flops_per_call, cells = 8.0 + 2 * 16.0 + 2 * 64.0;
-  EXPECT_DOUBLE_EQ(loaded[0].tile_flops_per_call, all * (2 * 64.0) / cells);
-  EXPECT_DOUBLE_EQ(loaded[0].dot_flops_per_call, all * (2 * 16.0) / cells);
+  EXPECT_DOUBLE_EQ(loaded[0].tile_flops_per_call, all * (2 * 16.0 + 2 * 64.0) / cells);
+  EXPECT_EQ(loaded[0].dot_flops_per_call, 0.0);
 }
 
 }  // namespace

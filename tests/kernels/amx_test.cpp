@@ -1,8 +1,8 @@
 // amx_key_sums (cpu/amx.hpp): Q·Kᵀ sums on AMX tiles against exact sums of the bf16 products, at
 // every tile edge of the tokens (16) and query rows (16, in blocks of 32), with a rope part; a
-// token's sums keep their bits wherever it lies in the call (storage forms and thread counts give
-// the same bits: FIA-SPEC 21.1 criterion C); and the setting (FIA_AMX,
-// set_amx, reset_amx).
+// token's sums keep their bits wherever it lies in the call, prefetching the next rows or not
+// (storage forms and thread counts give the same bits: FIA-SPEC 21.1 criterion C);
+// amx_output_sums (P·V) at every tile edge; and the setting (FIA_AMX, set_amx, reset_amx).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,12 +75,18 @@ struct Operands {
   }
   /// The sums of tokens [first, tokens) at out[t * ldo + r] (over the key dims alone, not
   /// `with_rope`: a rope part of 0 pairs and no rows); every other float stays NaN.
-  std::vector<float> sums(std::int64_t first, std::int64_t ldo, bool with_rope = true) const {
+  /// With `prefetch`, the next block's rows are prefetched, past the last token from `next` rows
+  /// (the key rows again).
+  std::vector<float> sums(std::int64_t first, std::int64_t ldo, bool with_rope = true, bool prefetch = false) const {
     std::vector<float> out(static_cast<std::size_t>((tokens - first + 1) * ldo), std::numeric_limits<float>::quiet_NaN());
     AmxKeyPart p[2];
     parts(first, p);
     if (!with_rope) p[1] = AmxKeyPart{};
-    detail::amx_key_sums(qp.data(), ldq, rows, p, tokens - first, out.data(), ldo);
+    if (prefetch) {
+      p[0].next = key.data(), p[0].next_row_bytes = kKeyStride * 2, p[0].next_count = tokens;
+      p[1].next = rope.data(), p[1].next_row_bytes = kRopeStride * 2, p[1].next_count = tokens;
+    }
+    detail::amx_key_sums(qp.data(), ldq, rows, p, tokens - first, prefetch, out.data(), ldo);
     return out;
   }
 };
@@ -133,7 +139,7 @@ TEST(AmxKeySums, ATokenKeepsItsBitsWhereverItLies) {
   const std::int64_t ldo = 48;
   const std::vector<float> all = ops.sums(0, ldo);
   for (std::int64_t first : {1, 2, 15, 16, 17, 31, 33, 54, 55, 69}) {
-    const std::vector<float> part = ops.sums(first, ldo);
+    const std::vector<float> part = ops.sums(first, ldo, true, first % 2 == 1);  // prefetching or not
     for (std::int64_t t = first; t < ops.tokens; ++t)
       for (std::int64_t r = 0; r < ops.rows; ++r)
         ASSERT_EQ(std::memcmp(&part[static_cast<std::size_t>((t - first) * ldo + r)],
@@ -144,9 +150,9 @@ TEST(AmxKeySums, ATokenKeepsItsBitsWhereverItLies) {
 }
 
 // P·V sums on tiles onto what the accumulators held, against exact sums, at every tile edge of
-// the V dims (16, in blocks of 32) and the rows (16, in blocks of 32), over 1 and 3 chunks of 32
-// tokens, with P in one piece and in three.
-TEST(AmxValueSums, MatchTheExactSumsAtEveryTileEdge) {
+// the rows (16, in blocks of 32) and the V dims (16, in blocks of 32), over 1 and 3 chunks of 32
+// tokens, with P in one piece and in three; the accumulators' padding past vd stays as it was.
+TEST(AmxOutputSums, MatchTheExactSumsAtEveryTileEdge) {
   SKIP_WITHOUT_AMX();
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
@@ -154,7 +160,7 @@ TEST(AmxValueSums, MatchTheExactSumsAtEveryTileEdge) {
     for (std::int64_t rows : {16, 32, 48})
       for (std::int64_t chunks : {1, 3})
         for (std::int64_t pieces : {1, 3}) {
-          const std::int64_t tokens = chunks * 32, piece_words = chunks * 16 * rows;
+          const std::int64_t tokens = chunks * 32, piece_words = chunks * 16 * rows, ld = vd + 8;
           std::vector<std::uint16_t> v(static_cast<std::size_t>(tokens * vd));
           std::vector<std::uint16_t> pv(static_cast<std::size_t>(pieces * rows * tokens));  // piece i, row r, token t
           for (auto& x : v) x = bf16_of(u(rng));
@@ -163,35 +169,39 @@ TEST(AmxValueSums, MatchTheExactSumsAtEveryTileEdge) {
           auto P = [&](std::int64_t i, std::int64_t r, std::int64_t t) {
             return pv[static_cast<std::size_t>((i * rows + r) * tokens + t)];
           };
-          std::vector<std::uint32_t> vt(static_cast<std::size_t>(chunks * vd * 16)), pp(static_cast<std::size_t>(pieces * piece_words));
-          for (std::int64_t kk = 0; kk < chunks; ++kk)
-            for (std::int64_t j = 0; j < 16; ++j) {
-              const std::int64_t t = 32 * kk + 2 * j;
-              for (std::int64_t d = 0; d < vd; ++d)
-                vt[static_cast<std::size_t>((kk * vd + d) * 16 + j)] = V(t, d) | static_cast<std::uint32_t>(V(t + 1, d)) << 16;
-              for (std::int64_t i = 0; i < pieces; ++i)
-                for (std::int64_t r = 0; r < rows; ++r)
-                  pp[static_cast<std::size_t>(i * piece_words + (kk * 16 + j) * rows + r)] =
+          std::vector<std::uint32_t> vi(static_cast<std::size_t>(tokens / 2 * vd)), pa(static_cast<std::size_t>(pieces * piece_words));
+          for (std::int64_t k = 0; k < tokens / 2; ++k)
+            for (std::int64_t d = 0; d < vd; ++d)
+              vi[static_cast<std::size_t>(k * vd + d)] = V(2 * k, d) | static_cast<std::uint32_t>(V(2 * k + 1, d)) << 16;
+          for (std::int64_t i = 0; i < pieces; ++i)
+            for (std::int64_t kk = 0; kk < chunks; ++kk)
+              for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t j = 0; j < 16; ++j) {
+                  const std::int64_t t = 32 * kk + 2 * j;
+                  pa[static_cast<std::size_t>(i * piece_words + (kk * rows + r) * 16 + j)] =
                       P(i, r, t) | static_cast<std::uint32_t>(P(i, r, t + 1)) << 16;
-            }
-          std::vector<float> acc(static_cast<std::size_t>(vd * rows));
+                }
+          std::vector<float> acc(static_cast<std::size_t>(rows * ld));
           for (auto& x : acc) x = u(rng);
           const std::vector<float> before = acc;
-          detail::amx_value_sums(vt.data(), vd, pp.data(), pieces, piece_words, chunks, rows, acc.data());
-          for (std::int64_t d = 0; d < vd; ++d)
-            for (std::int64_t r = 0; r < rows; ++r) {
-              const double a0 = before[static_cast<std::size_t>(d * rows + r)];
+          detail::amx_output_sums(pa.data(), pieces, piece_words, vi.data(), vd, chunks, rows, acc.data(), ld);
+          for (std::int64_t r = 0; r < rows; ++r) {
+            for (std::int64_t d = vd; d < ld; ++d)
+              ASSERT_EQ(acc[static_cast<std::size_t>(r * ld + d)], before[static_cast<std::size_t>(r * ld + d)]);
+            for (std::int64_t d = 0; d < vd; ++d) {
+              const double a0 = before[static_cast<std::size_t>(r * ld + d)];
               double sum = a0, magnitude = std::fabs(a0);
               for (std::int64_t i = 0; i < pieces; ++i)
                 for (std::int64_t t = 0; t < tokens; ++t) {
                   sum += value_of(P(i, r, t)) * value_of(V(t, d));
                   magnitude += std::fabs(value_of(P(i, r, t)) * value_of(V(t, d)));
                 }
-              ASSERT_NEAR(acc[static_cast<std::size_t>(d * rows + r)], sum,
+              ASSERT_NEAR(acc[static_cast<std::size_t>(r * ld + d)], sum,
                           magnitude * static_cast<double>(pieces * tokens + 1) * 0x1p-24)
                   << "vd " << vd << " rows " << rows << " chunks " << chunks << " pieces " << pieces << " d " << d
                   << " r " << r;
             }
+          }
         }
 }
 

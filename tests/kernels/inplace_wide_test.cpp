@@ -4,7 +4,9 @@
 // (FIA-SPEC 21.1 criterion A) over head dims and KV lengths around every pair-block, Q·Kᵀ block
 // (16 tokens on AVX-512, 6 on AVX2, 4 on NEON), P·V-block, tile, chunk and split boundary; paged and
 // contiguous caches and any thread count give the same bits; a key some rows exclude never
-// reaches them through its V row (25.1 #24).
+// reaches them through its V row (25.1 #24). With the AVX3_AMX_TILES parameter the bf16 shapes
+// whose dims fill the tiles' chunks run on AMX tiles instead (cpu/prefill_tiles-inl.h), through
+// the same checks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -73,11 +75,17 @@ CallSpec spec_of(const Shape& s, std::int64_t kv, int variant) {
   return c;
 }
 
-/// True when the call runs on the in-place kernels on the instruction set forced now.
-bool in_place_kernels(const FiaArgs& args) {
+/// The call's problem with the kernels' settings as plan() reads them.
+detail::Problem problem_of(const FiaArgs& args) {
   detail::Problem p;
   EXPECT_TRUE(detail::build_problem(args, false, &p).ok());
-  return detail::select_item_kernels(p).inplace_scores != nullptr;
+  detail::read_kernel_settings(&p);
+  return p;
+}
+
+/// True when the call runs on the in-place kernels on the instruction set forced now.
+bool in_place_kernels(const FiaArgs& args) {
+  return detail::select_item_kernels(problem_of(args)).inplace_scores != nullptr;
 }
 
 /// True when `isa` has in-place kernels (AVX-512 and NEON: 32 vector registers of a fixed width)
@@ -90,10 +98,16 @@ bool has_in_place_kernels(const std::string& isa, std::int64_t d) {
 
 using InplacePerIsa = PerIsaAndProducts;
 
+// Except where AMX tiles take both products of bf16 items (key and rope dims in chunks of 32):
+// there 16-row items take them too (cpu/prefill_tiles-inl.h).
 TEST_P(InplacePerIsa, SixteenRowItemsRunInPlace) {
+  const bool tiles = GetParam().find(kAmxTiles) != std::string::npos;
   for (const Shape& s : kShapes) {
     const TestCall call = build_call(spec_of(s, 40, 0), 1);
-    EXPECT_EQ(in_place_kernels(call.args), has_in_place_kernels(isa(), s.qk_dim)) << s.what;
+    const detail::Problem p = problem_of(call.args);
+    const bool on_tiles = s.dtype == DType::BF16 && detail::amx_wide_keys(p) && detail::amx_wide_values(p);
+    EXPECT_EQ(on_tiles, tiles && s.dtype == DType::BF16 && s.qk_dim % 32 == 0) << s.what;
+    EXPECT_EQ(in_place_kernels(call.args), has_in_place_kernels(isa(), s.qk_dim) && !on_tiles) << s.what;
   }
 }
 

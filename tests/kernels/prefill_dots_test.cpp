@@ -97,7 +97,10 @@ TEST_P(PrefillDotsPerIsa, RopeDimsHeadDimsAndTndMatchTheReference) {
     tnd.mask = MaskKind::kCompressed;
     tnd.act_q = std::vector<std::int64_t>{std::min<std::int64_t>(kv, 40), std::min<std::int64_t>(kv, 33)};
     tnd.act_kv = tnd.act_q;
-    for (const CallSpec& spec : {rope, tiny, wide, v40, v17, tnd}) {
+    CallSpec tnd16 = prefill(16, 1, 1, kv);  // decode in TND: items of 16 rows, P in f32 (three pieces)
+    tnd16.layout = "TND";
+    tnd16.act_q = std::vector<std::int64_t>{1, 1};
+    for (const CallSpec& spec : {rope, tiny, wide, v40, v17, tnd, tnd16}) {
       const TestCall call = build_call(spec, static_cast<std::uint64_t>(kv + spec.qk_dim));
       expect_cpu_matches_reference(call.args, spec.lse, describe(spec), 2, isa());
     }
