@@ -1,6 +1,7 @@
 #include "cpu/amx.hpp"
 
 #include "cpu/env_switch.hpp"
+#include "cpu/item_common.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -142,16 +143,11 @@ struct KeysAhead {
 /// the function otherwise (it has no effect but the prefetch), and with them every prefetch.
 [[gnu::always_inline]] inline void prefetch_key_line(const AmxKeyPart& k, std::int64_t t, std::int64_t count,
                                                      std::int64_t offset) {
-  const char* row = nullptr;
   if (t < count) {
-    row = static_cast<const char*>(k.rows) + t * k.row_bytes;
+    prefetch_row(static_cast<const char*>(k.rows) + t * k.row_bytes + offset, 64);
   } else if (k.next != nullptr && t - count < k.next_count) {
-    row = static_cast<const char*>(k.next) + (t - count) * k.next_row_bytes;
+    prefetch_row(static_cast<const char*>(k.next) + (t - count) * k.next_row_bytes + offset, 64);
   }
-  if (row == nullptr) return;
-  const char* a = row + offset;
-  __builtin_prefetch(a, 0, 2);
-  if ((reinterpret_cast<std::uintptr_t>(a) & 63) != 0) __builtin_prefetch(a + 63, 0, 2);
 }
 
 /// The sums of NT x 16 tokens from t0 against NR x 16 query rows from r0, over every part's pairs

@@ -2,13 +2,12 @@
 // (amx_wide_values, cpu/amx.hpp) where P is E rounded to bf16 (FIA-SPEC 25.3, non-TND layouts: one
 // piece, exact in bf16) or kept in f32 (TND high precision: three pieces, P = p1 + p2 + p3
 // exactly, each bf16, so that every product is still exact and only the order of the fp32 sums
-// changes). Per tile: the V rows
-// interleaved into token pairs (interleave_values), which is the tiles' B layout as it is; P
-// transposed 32 tokens at a time, split into its pieces and packed in pairs of tokens (the A
-// operands, one row per query row); products the tiles must not take go through fp32 first
-// (products_in_fp32). The accumulators keep the output's row order. An element's share of a tile
-// is one chain of tile products, whatever its block, so storage forms and thread counts keep its
-// bits.
+// changes). Per tile: the V rows interleaved into token pairs (interleave_values), which is the
+// tiles' B layout as it is; P transposed 32 tokens at a time, split into its pieces and packed in
+// pairs of tokens (the A operands, one row per query row); products the tiles must not take go
+// through fp32 first (products_in_fp32). The accumulators keep the output's row order. An
+// element's share of a tile is one chain of tile products, whatever its block, so storage forms
+// and thread counts keep its bits.
 // Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets
 // foreach_target re-include it once per target).
 #if defined(FIA_CPU_PREFILL_TILES_INL_H_) == defined(HWY_TARGET_TOGGLE)
