@@ -67,6 +67,29 @@ HWY_INLINE bool query_pairs(const float* qt, std::int64_t ld, std::int64_t kw, s
   return bad == 0;
 }
 
+/// query_pairs's test on 32 bf16 values at once: the lanes of x (bf16 halves) that are subnormal,
+/// infinite, NaN or of magnitude 2^64 or more.
+HWY_INLINE __mmask32 bf16_query_misfits(__m512i x) {
+  const __m512i exponent = _mm512_set1_epi16(0x7F80), mantissa = _mm512_set1_epi16(0x007F);
+  const __m512i huge = _mm512_set1_epi16((127 + 64) << 7);
+  return _mm512_mask_test_epi16_mask(_mm512_testn_epi16_mask(x, exponent), x, mantissa) |  // subnormal
+         _mm512_cmpge_epu16_mask(_mm512_and_si512(x, exponent), huge);  // 2^64 or more, infinity, NaN
+}
+
+/// The words of n bf16 values (n even) from src to dst, one pair of values per word as stored;
+/// returns the values query_pairs would refuse (bf16_query_misfits), or 0.
+HWY_INLINE __mmask32 copy_query_words(const std::uint16_t* src, std::int64_t n, std::uint32_t* dst) {
+  __mmask32 bad = 0;
+  for (std::int64_t d = 0; d < n; d += 32) {
+    const std::int64_t m = std::min<std::int64_t>(32, n - d);
+    const __mmask32 halves = m == 32 ? ~__mmask32{0} : (__mmask32{1} << m) - 1;
+    const __m512i x = _mm512_maskz_loadu_epi16(halves, src + d);
+    bad |= bf16_query_misfits(x);
+    _mm512_mask_storeu_epi16(dst + d / 2, halves, x);
+  }
+  return bad;
+}
+
 #endif  // FIA_BF16_DOTS
 
 }  // namespace fia::detail::HWY_NAMESPACE

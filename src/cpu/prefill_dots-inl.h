@@ -148,23 +148,48 @@ HWY_INLINE void tile_run_scores(DF df, const Problem& p, const std::uint32_t* qp
     }
 }
 
+/// The item's bf16 query rows (rope parts after) as the dot products' pairs straight from their
+/// stored words: qp[k * Rp + r] holds row r's pair of dims (2k, 2k + 1), the lower in the low half
+/// (rope pairs from qk_dim / 2 on), rows R..Rp 0; the words gathered into `rows` (R x kw / 2)
+/// first and transposed from there. False, as query_pairs, when a value would not give the fp32
+/// results. Widening the rows to f32, transposing those and packing them again (transposed_query,
+/// query_pairs) took 7 % of P3's time on AMX tiles (Emerald Rapids).
+HWY_INLINE bool bf16_query_pairs(const Problem& p, const WorkItem& it, std::uint32_t* rows, std::uint32_t* qp,
+                                 std::int64_t Rp) {
+  const std::int64_t R = packed_rows(it), words = (p.qk_dim + p.rope_dim) / 2;
+  __mmask32 bad = 0;
+  for (std::int64_t r = 0; r < R; ++r) {
+    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+    std::uint32_t* row = rows + r * words;
+    bad |= copy_query_words(reinterpret_cast<const std::uint16_t*>(element_at(p.query.base, p.query.offset(it.b, n, i), 2)),
+                            p.qk_dim, row);
+    if (p.rope_dim > 0)
+      bad |= copy_query_words(
+          reinterpret_cast<const std::uint16_t*>(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), 2)),
+          p.rope_dim, row + p.qk_dim / 2);
+  }
+  if (bad != 0) return false;
+  // Words moved as floats: transpose_into only shuffles them, so their bits stay as they are.
+  transpose_into(DF(), reinterpret_cast<const float*>(rows), words, R, words, reinterpret_cast<float*>(qp), Rp);
+  if (R < Rp)
+    for (std::int64_t k = 0; k < words; ++k) std::fill(qp + k * Rp + R, qp + (k + 1) * Rp, 0u);
+  return true;
+}
+
 /// Phase A of a wide item over bf16 rows: wide_scores with Q·Kᵀ as bf16 dot products, or on AMX
 /// tiles where the plan takes them (amx_wide_keys), reading the K rows where they are stored. The
-/// query pairs lie in the K tile buffer (tile.cols x kw floats; Rp x kw / 2 words). A query that
-/// the dot products would not give the fp32 results for (query_pairs: subnormal, infinite, NaN,
-/// 2^64 or more) takes wide_scores.
+/// query pairs (bf16_query_pairs) lie in the K tile buffer (tile.cols x kw floats; Rp x kw / 2
+/// words). A query that the dot products would not give the fp32 results for (subnormal,
+/// infinite, NaN, 2^64 or more) takes wide_scores.
 template <class QSrc, class Src>
 void wide_pair_scores(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s, ScoreView sv,
                       float* m) {
   const DF df;
-  const std::int64_t Rp = padded_rows(it), kw = p.qk_dim + p.rope_dim;
+  const std::int64_t Rp = padded_rows(it);
   auto* qp = reinterpret_cast<std::uint32_t*>(s.k);
-  bool pairs = Rp <= 2 * tile.cols;
-  if (pairs) {
-    transposed_query<QSrc>(p, tile, it, s);
-    for (std::int64_t r = 0; pairs && r < Rp; r += 16) pairs = query_pairs(s.q + r, Rp, kw, qp + r, Rp);
-  }
-  if (!pairs) return wide_scores<QSrc, Src>(p, tile, it, s, sv, m);
+  static_assert(std::is_same_v<QSrc, BF16Src>, "the dot products' query pairs are the stored bf16 words");
+  if (Rp > 2 * tile.cols || !bf16_query_pairs(p, it, reinterpret_cast<std::uint32_t*>(s.q), qp, Rp))
+    return wide_scores<QSrc, Src>(p, tile, it, s, sv, m);
   std::optional<AmxTileSession> tiles;  // configured once for the item's runs
   if (amx_wide_keys(p)) tiles.emplace();
   std::fill(m, m + Rp, kNegInf);
@@ -205,10 +230,14 @@ inline constexpr PairWordIndices kPairWordIndices = pair_word_indices();
 
 /// out[d] = a[d] | b[d] << 16 for d < vd: the bf16 pairs of rows a and b (b null: 0 in the high
 /// halves), in the order of d. The same 32 elements of rows pa and pb (null: none) are
-/// prefetched into L2 with each 32 read, so that prefetches spread over the work.
-HWY_INLINE void interleave_rows(const std::uint16_t* a, const std::uint16_t* b, std::int64_t vd, std::uint32_t* out,
+/// prefetched into L2 with each 32 read, so that prefetches spread over the work. Returns true
+/// when some value of a or b is not finite (all exponent bits set), found from the words in
+/// registers: products_in_fp32 looks for those rows only where one is.
+HWY_INLINE bool interleave_rows(const std::uint16_t* a, const std::uint16_t* b, std::int64_t vd, std::uint32_t* out,
                                 const char* pa = nullptr, const char* pb = nullptr) {
   const __m512i lo = _mm512_load_si512(kPairWordIndices.lo), hi = _mm512_load_si512(kPairWordIndices.hi);
+  const __m512i exponent = _mm512_set1_epi16(0x7F80);
+  __mmask32 not_finite = 0;
   for (std::int64_t d = 0; d < vd; d += 32) {
     const std::int64_t n = std::min<std::int64_t>(32, vd - d);
     if (pa != nullptr) prefetch_row(pa + 2 * d, 2 * n);
@@ -216,11 +245,14 @@ HWY_INLINE void interleave_rows(const std::uint16_t* a, const std::uint16_t* b, 
     const __mmask32 words = n == 32 ? ~__mmask32{0} : (__mmask32{1} << n) - 1;
     const __m512i va = _mm512_maskz_loadu_epi16(words, a + d);
     const __m512i vb = b != nullptr ? _mm512_maskz_loadu_epi16(words, b + d) : _mm512_setzero_si512();
+    not_finite |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(va, exponent), exponent) |
+                  _mm512_cmpeq_epi16_mask(_mm512_and_si512(vb, exponent), exponent);
     const __mmask16 first = n >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << n) - 1);
     const __mmask16 second = n >= 32 ? 0xFFFF : n > 16 ? static_cast<__mmask16>((1u << (n - 16)) - 1) : 0;
     _mm512_mask_storeu_epi32(out + d, first, _mm512_permutex2var_epi16(va, lo, vb));
     if (second != 0) _mm512_mask_storeu_epi32(out + d + 16, second, _mm512_permutex2var_epi16(va, hi, vb));
   }
+  return not_finite != 0;
 }
 
 /// Bytes of V rows ahead of interleave_values's reads that it prefetches (whole tokens, at least
@@ -232,24 +264,27 @@ inline constexpr std::int64_t kInterleaveAheadBytes = 8192;
 /// column 2k's element d in its low half and column 2k + 1's in its high half (0 past nc).
 /// `pending` (v_dim halves) keeps a pair's first row when its second lies in the next run. With
 /// `prefetch` the rows kInterleaveAheadBytes on (into the item's next run) are prefetched meanwhile.
-HWY_INLINE void interleave_values(const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc,
+/// Returns true when some value of the tile's V rows is not finite (interleave_rows).
+HWY_INLINE bool interleave_values(const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t nc,
                                   std::uint32_t* vi, std::uint16_t* pending, bool prefetch) {
   const std::int64_t vd = p.v_dim, ahead = std::max<std::int64_t>(2, kInterleaveAheadBytes / (2 * vd));
+  bool not_finite = false;
   for_each_run(p, it.b, it.h, c0, nc, KvParts::kValues, [&](std::int64_t c, const KvRun& run) {
     auto row = [&](std::int64_t t) { return static_cast<const std::uint16_t*>(run.value) + t * run.value_stride; };
     const RowsAhead rows = prefetch ? rows_ahead(p, it, run, c0 + c, false) : RowsAhead{};
     std::int64_t t = 0;
-    if (c % 2 == 1) interleave_rows(pending, row(t++), vd, vi + (c - 1) / 2 * vd);
+    if (c % 2 == 1) not_finite |= interleave_rows(pending, row(t++), vd, vi + (c - 1) / 2 * vd);
     for (; t + 1 < run.count; t += 2)
-      interleave_rows(row(t), row(t + 1), vd, vi + (c + t) / 2 * vd, rows.row(t + ahead, 0),
-                      rows.row(t + ahead + 1, 0));
+      not_finite |= interleave_rows(row(t), row(t + 1), vd, vi + (c + t) / 2 * vd, rows.row(t + ahead, 0),
+                                    rows.row(t + ahead + 1, 0));
     if (t == run.count) return;
     if (c + t + 1 == nc) {
-      interleave_rows(row(t), nullptr, vd, vi + (c + t) / 2 * vd);
+      not_finite |= interleave_rows(row(t), nullptr, vd, vi + (c + t) / 2 * vd);
     } else {
       std::memcpy(pending, row(t), static_cast<std::size_t>(vd) * sizeof(std::uint16_t));
     }
   });
+  return not_finite;
 }
 
 /// True when some P of a tile (nc columns at st, stride cs, Rp rows; P >= 0) lies in (0, floor):
@@ -303,6 +338,14 @@ HWY_INLINE void add_half_in_fp32(const float* w, std::int64_t Rp, const std::uin
   }
 }
 
+/// What products_in_fp32 looks for in a tile, found by the passes that read its data anyway: a
+/// V value that is not finite (interleave_values) and a P in (0, floor) (some_p_below, or
+/// tile_pieces while it splits P).
+struct TileExceptions {
+  bool values_not_finite = false;
+  bool p_below_floor = false;
+};
+
 /// The products a tile's dot products (or AMX tiles) must not take, in fp32 instead (P
 /// column-major at st, stride cs; vi the interleaved V pairs; acc the item's accumulators):
 ///   - in a `checked` tile (a row may exclude a key of the tile: a band's edge, masks, pse), and in
@@ -313,13 +356,13 @@ HWY_INLINE void add_half_in_fp32(const float* w, std::int64_t Rp, const std::uin
 ///     their bits do not depend on its values (25.1 #24);
 ///   - a P in (0, floor), which the instruction would read as 0 (floor 2^-126: a subnormal P)
 ///     or whose last piece could be subnormal: its product, for its row alone.
-/// A row's products go one way or the other by its own weights and the values of the keys it
-/// weights alone (as in pv_tile, whether a tile is checked follows from the item's rows and
-/// columns, not from any data).
+/// Each only where `found` says the tile has one. A row's products go one way or the other by its
+/// own weights and the values of the keys it weights alone (as in pv_tile, whether a tile is
+/// checked follows from the item's rows and columns, not from any data).
 HWY_INLINE void products_in_fp32(const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp, bool checked,
-                                 bool every_tile, float floor, std::uint32_t* vi, std::int64_t vd,
-                                 const Accumulators& acc) {
-  if (checked || every_tile)
+                                 bool every_tile, float floor, const TileExceptions& found, std::uint32_t* vi,
+                                 std::int64_t vd, const Accumulators& acc) {
+  if ((checked || every_tile) && found.values_not_finite)
     for (std::int64_t k = 0; 2 * k < nc; ++k) {
       std::uint32_t* vp = vi + k * vd;
       const unsigned bad = non_finite_halves(vp, vd);
@@ -330,7 +373,7 @@ HWY_INLINE void products_in_fp32(const float* st, std::int64_t cs, std::int64_t 
         for (std::int64_t d = 0; d < vd; ++d) vp[d] &= high ? 0x0000FFFFu : 0xFFFF0000u;
       }
     }
-  if (!some_p_below(st, cs, nc, Rp, floor)) return;
+  if (!found.p_below_floor) return;
   for (std::int64_t c = 0; c < nc; ++c)
     add_half_in_fp32(st + c * cs, Rp, vi + c / 2 * vd, c % 2 == 1, vd, acc,
                      [floor](float w) { return w != 0.0f && w < floor; });
@@ -365,9 +408,10 @@ inline void wide_pair_accumulate(const Problem& p, const TileShape& tile, const 
     const std::int64_t nc = std::min(tile.cols, it.col_end - c0), cs = sv.col_stride;
     float* st = sv.base + (c0 - it.col_begin) * cs;
     exp_tile(df, p, st, cs, nc, Rp, rs.max, l);
-    interleave_values(p, it, c0, nc, vi, pending, false);
+    const TileExceptions found{interleave_values(p, it, c0, nc, vi, pending, false),
+                               some_p_below(st, cs, nc, Rp, 0x1p-126f)};
     const bool checked = !tile_fully_visible(p, it, c0, nc) || p.has_pse;
-    products_in_fp32(st, cs, nc, Rp, checked, false, 0x1p-126f, vi, vd, Accumulators{s.acc_t, 1, Rp});
+    products_in_fp32(st, cs, nc, Rp, checked, false, 0x1p-126f, found, vi, vd, Accumulators{s.acc_t, 1, Rp});
     pack_p_pairs(st, cs, nc, Rp);
     const PairColumns parts[2] = {{reinterpret_cast<const char*>(vi), 4, 4 * vd, (nc + 1) / 2, 0}, {}};
     pair_panel(df, reinterpret_cast<const std::uint32_t*>(st), cs, Rp, parts, vd, s.acc_t, Rp, 1.0f, true);

@@ -50,14 +50,17 @@ inline constexpr HighHalfIndices kHighHalfIndices = high_half_indices();
 /// piece i's pair j of chunk kk for row r (columns 32 kk + 2j and 32 kk + 2j + 1; 0 past nc) at
 /// pa[i * piece_words + (kk * Rp + r) * 16 + j]. Each chunk's 32 columns are transposed once into
 /// `rows` (Rp x 32 floats) and each row's pieces then packed from there. P below `floor` counts
-/// as 0 (products_in_fp32 took it). Each piece is the bf16 truncation of what the ones before
-/// left, an exact f32 subtraction.
-HWY_INLINE void tile_pieces(DF df, const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp,
+/// as 0 (products_in_fp32 takes it). Each piece is the bf16 truncation of what the ones before
+/// left, an exact f32 subtraction. Returns true when some P lies in (0, floor) (some_p_below's
+/// answer, from the values in registers).
+HWY_INLINE bool tile_pieces(DF df, const float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp,
                             std::int64_t pieces, float floor, float* rows, std::uint32_t* pa,
                             std::int64_t piece_words) {
   const __m512 f = _mm512_set1_ps(floor);
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   const __m512i halves = _mm512_load_si512(kHighHalfIndices.at);
+  const __m512 zero = _mm512_setzero_ps();
+  __mmask16 below = 0;
   for (std::int64_t kk = 0; 32 * kk < nc; ++kk) {
     const std::int64_t n = std::min<std::int64_t>(32, nc - 32 * kk);
     const auto first = static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << n) - 1);
@@ -65,8 +68,11 @@ HWY_INLINE void tile_pieces(DF df, const float* st, std::int64_t cs, std::int64_
     transpose_into(df, st + 32 * kk * cs, cs, n, Rp, rows, 32);
     for (std::int64_t r = 0; r < Rp; ++r) {
       __m512 x0 = _mm512_maskz_loadu_ps(first, rows + r * 32), x1 = _mm512_maskz_loadu_ps(second, rows + r * 32 + 16);
-      x0 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x0, f, _CMP_GE_OQ), x0);
-      x1 = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x1, f, _CMP_GE_OQ), x1);
+      const __mmask16 keep0 = _mm512_cmp_ps_mask(x0, f, _CMP_GE_OQ), keep1 = _mm512_cmp_ps_mask(x1, f, _CMP_GE_OQ);
+      below |= _mm512_mask_cmp_ps_mask(static_cast<__mmask16>(~keep0), x0, zero, _CMP_GT_OQ) |
+               _mm512_mask_cmp_ps_mask(static_cast<__mmask16>(~keep1), x1, zero, _CMP_GT_OQ);
+      x0 = _mm512_maskz_mov_ps(keep0, x0);
+      x1 = _mm512_maskz_mov_ps(keep1, x1);
       for (std::int64_t i = 0; i < pieces; ++i) {
         const __m512i h0 = _mm512_and_si512(_mm512_castps_si512(x0), high);
         const __m512i h1 = _mm512_and_si512(_mm512_castps_si512(x1), high);
@@ -76,12 +82,14 @@ HWY_INLINE void tile_pieces(DF df, const float* st, std::int64_t cs, std::int64_
       }
     }
   }
+  return below != 0;
 }
 
 /// Phase B of a wide item over bf16 V rows on AMX tiles (amx_wide_values): per tile, E (rounded as
 /// the P rule asks) and l as exp_tile makes them; the V rows interleaved into pairs (the tiles'
-/// B operands as they are), the products the tiles must not take added in fp32, P split into
-/// pieces and transposed into the A operands, and amx_output_sums adding the tile's share to the
+/// B operands as they are), P split into pieces and transposed into the A operands, the products
+/// the tiles must not take added in fp32 (looked for only where those two passes found a V value
+/// that is not finite or a P below the floor), and amx_output_sums adding the tile's share to the
 /// accumulators, kept in the output's row order (Rp x vd, in the item's acc_t). Buffers per
 /// thread.
 inline void wide_tile_accumulate(const Problem& p, const TileShape& tile, const WorkItem& it, const ItemScratch& s,
@@ -106,11 +114,12 @@ inline void wide_tile_accumulate(const Problem& p, const TileShape& tile, const 
     const std::int64_t chunks = (nc + 31) / 32, pairs = chunks * 16;
     float* st = sv.base + (c0 - it.col_begin) * cs;
     exp_tile(df, p, st, cs, nc, Rp, rs.max, l);
-    interleave_values(p, it, c0, nc, vi.data(), pending.data(), true);
+    TileExceptions found;
+    found.values_not_finite = interleave_values(p, it, c0, nc, vi.data(), pending.data(), true);
     std::fill(vi.data() + (nc + 1) / 2 * vd, vi.data() + pairs * vd, 0u);
+    found.p_below_floor = tile_pieces(df, st, cs, nc, Rp, pieces, floor, rows.data(), pa.data(), pairs * Rp);
     const bool checked = !tile_fully_visible(p, it, c0, nc) || p.has_pse;
-    products_in_fp32(st, cs, nc, Rp, checked, true, floor, vi.data(), vd, Accumulators{out, vd, 1});
-    tile_pieces(df, st, cs, nc, Rp, pieces, floor, rows.data(), pa.data(), pairs * Rp);
+    products_in_fp32(st, cs, nc, Rp, checked, true, floor, found, vi.data(), vd, Accumulators{out, vd, 1});
     amx_output_sums(pa.data(), pieces, pairs * Rp, vi.data(), vd, chunks, Rp, out, vd);
   }
   for (std::int64_t r = 0; r < R; ++r) {

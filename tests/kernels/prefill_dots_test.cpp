@@ -241,30 +241,37 @@ TEST_P(PrefillDotsPerIsa, ResultsDoNotDependOnTheThreadCount) {
 // elements, each product between 1 and 1.875 and different for every token (read as 0, the scores
 // would all be equal). Only the rows of the middle item of each KV head (query rows 16 to 31) hold
 // it, so that items before and after take the dot products over the same keys on the same worker:
-// in TND (P in f32) the worker holds the V it widened for the item before, without K.
+// in TND (P in f32) the worker holds the V it widened for the item before, without K. The value
+// lies in dim 5 (the high half of a pair) of the key part, or of the rope part after it.
 TEST_P(PrefillDotsPerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference) {
   for (const bool subnormal_query : {true, false})
+  for (const bool in_rope : {false, true})
   for (const char* layout : {"BSND", "TND"}) {
     CallSpec spec = prefill(8, 2, 48, 150);
     spec.layout = layout;
+    if (in_rope) spec.rope_dim = 64, spec.v_dim = 64;
     if (spec.layout == "TND") spec.act_q = spec.act_kv = std::vector<std::int64_t>{48, 48};
     TestCall call = build_call(spec, 17);
     detail::Problem p;
     ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+    const detail::RowIndex& query = in_rope ? p.query_rope : p.query;
     for (std::int64_t b = 0; b < spec.batch; ++b) {
       for (std::int64_t n = 0; n < spec.num_heads; ++n)
         for (std::int64_t i = 16; i < 32; ++i)
-          set_stored_value(p.query.base, p.dtype, p.query.offset(b, n, i) + 5,
+          set_stored_value(query.base, p.dtype, query.offset(b, n, i) + 5,
                            subnormal_query ? std::ldexp(1.0f, -127) : std::ldexp(1.0f, 127));
       for (std::int64_t h = 0; h < p.num_kv_heads; ++h)
         for (std::int64_t j = 0; j < p.kv_len(b); ++j) {
           const float m = 1.0f + static_cast<float>(j % 7) / 8.0f;
-          set_stored_value(p.locate(b, h, j).key, p.kv_dtype, 5,
+          const auto rows = p.locate(b, h, j);
+          set_stored_value(in_rope ? rows.key_rope : rows.key, p.kv_dtype, 5,
                            subnormal_query ? std::ldexp(m, 127) : std::ldexp(m, -127));
         }
     }
     expect_cpu_matches_reference(call.args, spec.lse,
-                                 std::string(layout) + (subnormal_query ? ", subnormal query" : ", query of 2^127"), 1, isa());
+                                 std::string(layout) + (subnormal_query ? ", subnormal query" : ", query of 2^127") +
+                                     (in_rope ? " in the rope part" : ""),
+                                 1, isa());
   }
 }
 
