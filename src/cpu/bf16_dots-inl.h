@@ -6,9 +6,10 @@
 // without widening them. FIA-SPEC 5 steps 2 and 8 ask for the products of the exact inputs summed
 // in fp32: the products of two bf16 values are exact in f32, and lane i adds those of elements 2i +
 // 1 and 2i, in that order, each rounded once, so the order of the sums changes; besides, the
-// instruction reads subnormal inputs as 0 (query_pairs keeps such queries off it, and P·V adds
-// tokens with a subnormal P by fp32 multiply-adds), reads a subnormal accumulator as 0 too, and
-// flushes products and partial sums below 2^-126 to 0 (an absolute error below 2^-126 each).
+// instruction reads subnormal inputs as 0 (query_pairs and bf16_query_pairs keep such queries off
+// it, and P·V adds tokens with a subnormal P by fp32 multiply-adds), reads a subnormal
+// accumulator as 0 too, and flushes products and partial sums below 2^-126 to 0 (an absolute
+// error below 2^-126 each).
 // Included per Highway target by cpu/attention_item.cpp (the toggle guard below lets foreach_target
 // re-include it once per target).
 #if defined(FIA_CPU_BF16_DOTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -29,8 +30,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 /// acc + the dot products of the bf16 pairs of a and b: lane i gains a[2i+1] b[2i+1], then
 /// a[2i] b[2i]. The instruction reads subnormal inputs as 0 and flushes subnormal results to 0;
-/// query_pairs keeps the query values with which that could matter away from it. Inline
-/// assembly: Highway 1.0.3 has no target with AVX512_BF16, and this runs only where
+/// query_pairs (bf16_query_pairs) keeps the query values with which that could matter away from
+/// it. Inline assembly: Highway 1.0.3 has no target with AVX512_BF16, and this runs only where
 /// bf16_dots_enabled().
 HWY_INLINE VF dot_pairs(VF acc, __m512i a, __m512i b) {
   asm("vdpbf16ps %2, %1, %0" : "+v"(acc.raw) : "v"(a), "v"(b));

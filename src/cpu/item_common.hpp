@@ -81,11 +81,11 @@ HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
 
 /// Prefetches into L2 every cache line of the first `elems` elements (`es` bytes each) of item
 /// it's rows in `rows` (rows of a query-shaped tensor: query, query_rope, attention_out). Always
-/// inlined, as are its callers: GCC takes a function whose only effect is prefetching for one
-/// without effects and drops its calls (it had dropped every call of these three in
-/// cpu/run.cpp).
-[[gnu::always_inline]] inline void prefetch_item_rows(const Problem& p, const WorkItem& it, const RowIndex& rows, std::size_t es,
-                               std::int64_t elems) {
+/// inlined (HWY_INLINE), as are its callers: GCC takes a function whose only effect is
+/// prefetching for one without effects and drops its calls (it had dropped every call of these
+/// three in cpu/run.cpp).
+HWY_INLINE void prefetch_item_rows(const Problem& p, const WorkItem& it, const RowIndex& rows, std::size_t es,
+                                   std::int64_t elems) {
   for (std::int64_t r = 0; r < packed_rows(it); ++r) {
     const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
     prefetch_row(element_at(rows.base, rows.offset(it.b, n, i), es), elems * static_cast<std::int64_t>(es));
@@ -96,7 +96,7 @@ HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
 /// worker mostly runs items one after another, so the next item's rows arrive while this one
 /// computes; otherwise each item waited on its query rows from memory (P3 on Zen 4: 0.976x the
 /// time on AVX-512, 0.967x on AVX2, 19 and 17 of 24 alternating pairs faster).
-[[gnu::always_inline]] inline void prefetch_query_rows(const Problem& p, const WorkItem& it) {
+HWY_INLINE void prefetch_query_rows(const Problem& p, const WorkItem& it) {
   prefetch_item_rows(p, it, p.query, dtype_size(p.dtype), p.qk_dim);
   if (p.rope_dim > 0) prefetch_item_rows(p, it, p.query_rope, dtype_size(p.dtype), p.rope_dim);
 }
@@ -106,7 +106,7 @@ HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
 /// store buffer and all (P3 on Zen 4, AVX3: `ScaleStoreRow` 3.8 % of the samples, 1.4 % with the
 /// prefetch issued after the item's scores; P3 0.985x the time, P1 0.993x, faster in 8 of 8
 /// alternating pairs each). `prefetchw` there instead ran P3 1.02x slower than this.
-[[gnu::always_inline]] inline void prefetch_output_rows(const Problem& p, const WorkItem& it, const OutputRows& dst) {
+HWY_INLINE void prefetch_output_rows(const Problem& p, const WorkItem& it, const OutputRows& dst) {
   prefetch_item_rows(p, it, dst.out, dtype_size(p.out_dtype), p.v_dim);
 }
 

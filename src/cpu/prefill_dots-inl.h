@@ -161,15 +161,15 @@ HWY_INLINE bool bf16_query_pairs(const Problem& p, const WorkItem& it, std::uint
   for (std::int64_t r = 0; r < R; ++r) {
     const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
     std::uint32_t* row = rows + r * words;
-    bad |= copy_query_words(reinterpret_cast<const std::uint16_t*>(element_at(p.query.base, p.query.offset(it.b, n, i), 2)),
-                            p.qk_dim, row);
-    if (p.rope_dim > 0)
-      bad |= copy_query_words(
-          reinterpret_cast<const std::uint16_t*>(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), 2)),
-          p.rope_dim, row + p.qk_dim / 2);
+    auto stored = [&](const RowIndex& q) {
+      return reinterpret_cast<const std::uint16_t*>(element_at(q.base, q.offset(it.b, n, i), 2));
+    };
+    bad |= copy_query_words(stored(p.query), p.qk_dim, row);
+    if (p.rope_dim > 0) bad |= copy_query_words(stored(p.query_rope), p.rope_dim, row + p.qk_dim / 2);
   }
   if (bad != 0) return false;
-  // Words moved as floats: transpose_into only shuffles them, so their bits stay as they are.
+  // Words moved as floats keep their bits: transpose_into only shuffles and copies them, and no
+  // word here is a NaN as a float (a refused value, infinite or NaN, would be its high half).
   transpose_into(DF(), reinterpret_cast<const float*>(rows), words, R, words, reinterpret_cast<float*>(qp), Rp);
   if (R < Rp)
     for (std::int64_t k = 0; k < words; ++k) std::fill(qp + k * Rp + R, qp + (k + 1) * Rp, 0u);

@@ -51,7 +51,8 @@ using PrefillDotsPerIsa = PerIsaAndProducts;
 
 // Packed rows per item: 16 query rows x 4 heads (64); a last item of 16, 20 or 44 rows (padded to
 // 16, 32, 48: row blocks of 16, 32, 32 + 16); 80, 96 or 144 heads of one query row (64 + 16,
-// 64 + 32; 144 rows are loaded one by one, past the 128 the K tile buffer takes). Keys: every
+// 64 + 32; where the fp32 products take them, 144 rows are loaded one by one, past the 128 the K
+// tile buffer takes; the query pairs of the dot products gather every row's words). Keys: every
 // remainder of the token blocks of 6 and the tile edges.
 TEST_P(PrefillDotsPerIsa, MatchesTheReferenceAroundEveryBlock) {
   struct Rows {
@@ -242,35 +243,41 @@ TEST_P(PrefillDotsPerIsa, ResultsDoNotDependOnTheThreadCount) {
 // would all be equal). Only the rows of the middle item of each KV head (query rows 16 to 31) hold
 // it, so that items before and after take the dot products over the same keys on the same worker:
 // in TND (P in f32) the worker holds the V it widened for the item before, without K. The value
-// lies in dim 5 (the high half of a pair) of the key part, or of the rope part after it.
+// lies in dim 5 (the high half of a pair) of the key part or of the rope part after it, or in dim
+// 40 (a low half, in the last 16 of a head dim of 48, which takes the dot products, not the tiles).
 TEST_P(PrefillDotsPerIsa, QueriesWhoseProductsBf16DotsWouldDropMatchTheReference) {
+  struct Where {
+    bool in_rope;
+    std::int64_t qk_dim, dim;
+  };
   for (const bool subnormal_query : {true, false})
-  for (const bool in_rope : {false, true})
+  for (const Where w : {Where{false, 64, 5}, Where{true, 64, 5}, Where{false, 48, 40}})
   for (const char* layout : {"BSND", "TND"}) {
     CallSpec spec = prefill(8, 2, 48, 150);
     spec.layout = layout;
-    if (in_rope) spec.rope_dim = 64, spec.v_dim = 64;
+    spec.qk_dim = w.qk_dim;
+    if (w.in_rope) spec.rope_dim = 64;
     if (spec.layout == "TND") spec.act_q = spec.act_kv = std::vector<std::int64_t>{48, 48};
     TestCall call = build_call(spec, 17);
     detail::Problem p;
     ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
-    const detail::RowIndex& query = in_rope ? p.query_rope : p.query;
+    const detail::RowIndex& query = w.in_rope ? p.query_rope : p.query;
     for (std::int64_t b = 0; b < spec.batch; ++b) {
       for (std::int64_t n = 0; n < spec.num_heads; ++n)
         for (std::int64_t i = 16; i < 32; ++i)
-          set_stored_value(query.base, p.dtype, query.offset(b, n, i) + 5,
+          set_stored_value(query.base, p.dtype, query.offset(b, n, i) + w.dim,
                            subnormal_query ? std::ldexp(1.0f, -127) : std::ldexp(1.0f, 127));
       for (std::int64_t h = 0; h < p.num_kv_heads; ++h)
         for (std::int64_t j = 0; j < p.kv_len(b); ++j) {
           const float m = 1.0f + static_cast<float>(j % 7) / 8.0f;
           const auto rows = p.locate(b, h, j);
-          set_stored_value(in_rope ? rows.key_rope : rows.key, p.kv_dtype, 5,
+          set_stored_value(w.in_rope ? rows.key_rope : rows.key, p.kv_dtype, w.dim,
                            subnormal_query ? std::ldexp(m, 127) : std::ldexp(m, -127));
         }
     }
     expect_cpu_matches_reference(call.args, spec.lse,
                                  std::string(layout) + (subnormal_query ? ", subnormal query" : ", query of 2^127") +
-                                     (in_rope ? " in the rope part" : ""),
+                                     (w.in_rope ? " in the rope part" : "") + ", dim " + std::to_string(w.dim),
                                  1, isa());
   }
 }
