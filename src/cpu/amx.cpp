@@ -139,10 +139,10 @@ struct KeysAhead {
 };
 
 /// Prefetches into L2 the cache line(s) of the 64 bytes at `offset` of token t's row of part k
-/// (t past the run: of its next rows; none past those). Always inlined: GCC dropped the calls of
-/// the function otherwise (it has no effect but the prefetch), and with them every prefetch.
-[[gnu::always_inline]] inline void prefetch_key_line(const AmxKeyPart& k, std::int64_t t, std::int64_t count,
-                                                     std::int64_t offset) {
+/// (t past the run: of its next rows; none past those). Always inlined (HWY_INLINE, as the
+/// prefetch helpers of cpu/item_common.hpp): GCC dropped the calls of the function otherwise (it
+/// has no effect but the prefetch), and with them every prefetch.
+HWY_INLINE void prefetch_key_line(const AmxKeyPart& k, std::int64_t t, std::int64_t count, std::int64_t offset) {
   if (t < count) {
     prefetch_row(static_cast<const char*>(k.rows) + t * k.row_bytes + offset, 64);
   } else if (k.next != nullptr && t - count < k.next_count) {

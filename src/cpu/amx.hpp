@@ -69,9 +69,9 @@ struct AmxKeyPart {
 /// and their chunks in order, each chunk added by one tdpbf16ps (which multiplies exactly, adds in
 /// fp32 in its own order within the chunk, reads subnormal inputs as 0 and flushes subnormal
 /// sums to 0, as vdpbf16ps does: cpu/bf16_dots-inl.h; query_pairs and bf16_query_pairs keep the
-/// queries for which that could matter off both). A sum depends on its row and token alone, not on where the token lies
-/// in `count` nor on count itself (the last count % 16 tokens go through a zero-padded tile of
-/// their own). With `prefetch`, each block of 32 tokens prefetches the rows of the next block
+/// queries for which that could matter off both). A sum depends on its row and token alone, not
+/// on where the token lies in `count` nor on count itself (the last count % 16 tokens go through
+/// a zero-padded tile of their own). With `prefetch`, each block of 32 tokens prefetches the rows of the next block
 /// (into the parts' next rows) into L2 as it goes, in address order. FIA-SPEC 5 steps 1-2. Call
 /// only where amx_bf16_supported().
 void amx_key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
