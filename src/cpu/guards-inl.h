@@ -13,9 +13,10 @@ HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Scores as the kernels keep them: overflow saturates at +-FLT_MAX, and NaN (an overflow with
-/// both signs inside a dot product, or a NaN input) becomes +FLT_MAX, so that the row max shows it
-/// and phase C recomputes the row in float64 (item_finalize). -inf stays -inf (excluded).
+/// Scores as the kernels keep them (saturate()): overflow saturates at +-FLT_MAX, and NaN (an
+/// overflow with both signs inside a dot product, or a NaN input) becomes +FLT_MAX, so that the
+/// row max shows it and phase C recomputes the row in float64 (item_finalize). A product of -inf
+/// becomes -FLT_MAX too: -inf stays reserved for the keys a row does not see, set after.
 HWY_INLINE VF saturate_scores(DF df, VF s) {
   const VF hi = hn::Set(df, std::numeric_limits<float>::max());
   return hn::IfThenElse(hn::IsNaN(s), hi, hn::Min(hn::Max(s, hn::Set(df, -std::numeric_limits<float>::max())), hi));
