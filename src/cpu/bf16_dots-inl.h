@@ -46,30 +46,9 @@ HWY_INLINE std::int64_t dot_pair_position(std::int64_t d) {
   return d - e + (i < 4 ? 0 : 16) + 4 * quarter + (i & 3);
 }
 
-/// The query of 16 rows for the dot products: qt holds dim d's 16 values (widened from bf16) at
-/// qt + ld d, for kw (even) dims; out[ldo k + r] gets the bf16 pair (dim 2k, dim 2k + 1) of row r,
-/// dim 2k in the low half. False, and the caller keeps the fp32 products, when a value would not
-/// give their results: a subnormal (read as 0), an infinity or NaN, or a magnitude of 2^64 or
-/// more (whose product with a subnormal K element, read as 0, could exceed 2^-62).
-HWY_INLINE bool query_pairs(const float* qt, std::int64_t ld, std::int64_t kw, std::uint32_t* out, std::int64_t ldo) {
-  const __m512i exponent = _mm512_set1_epi32(0x7F800000), mantissa = _mm512_set1_epi32(0x007FFFFF);
-  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)), huge = _mm512_set1_epi32((127 + 64) << 23);
-  __mmask16 bad = 0;
-  for (std::int64_t k = 0; 2 * k < kw; ++k) {
-    const __m512i lo = _mm512_loadu_si512(qt + 2 * k * ld), hi = _mm512_loadu_si512(qt + (2 * k + 1) * ld);
-    const __m512i both[2] = {lo, hi};
-    for (const __m512i x : both) {
-      const __m512i e = _mm512_and_si512(x, exponent);
-      bad |= _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(x, exponent), x, mantissa);  // subnormal
-      bad |= _mm512_cmpge_epi32_mask(e, huge);  // 2^64 or more, infinity, NaN
-    }
-    _mm512_storeu_si512(out + ldo * k, _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, high)));
-  }
-  return bad == 0;
-}
-
-/// query_pairs's test on 32 bf16 values at once: the lanes of x (bf16 halves) that are subnormal,
-/// infinite, NaN or of magnitude 2^64 or more.
+/// The lanes of x (32 bf16 values) that the dot products would not give the fp32 results for: a
+/// subnormal (read as 0), an infinity or NaN, or a magnitude of 2^64 or more (whose product with a
+/// subnormal K element, read as 0, could exceed 2^-62).
 HWY_INLINE __mmask32 bf16_query_misfits(__m512i x) {
   const __m512i exponent = _mm512_set1_epi16(0x7F80), mantissa = _mm512_set1_epi16(0x007F);
   const __m512i huge = _mm512_set1_epi16((127 + 64) << 7);
@@ -77,8 +56,24 @@ HWY_INLINE __mmask32 bf16_query_misfits(__m512i x) {
          _mm512_cmpge_epu16_mask(_mm512_and_si512(x, exponent), huge);  // 2^64 or more, infinity, NaN
 }
 
+/// The query of 16 rows for the dot products: qt holds dim d's 16 values (widened from bf16) at
+/// qt + ld d, for kw (even) dims; out[ldo k + r] gets the bf16 pair (dim 2k, dim 2k + 1) of row r,
+/// dim 2k in the low half. False, and the caller keeps the fp32 products, when a value is one of
+/// bf16_query_misfits's.
+HWY_INLINE bool query_pairs(const float* qt, std::int64_t ld, std::int64_t kw, std::uint32_t* out, std::int64_t ldo) {
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  __mmask32 bad = 0;
+  for (std::int64_t k = 0; 2 * k < kw; ++k) {
+    const __m512i lo = _mm512_loadu_si512(qt + 2 * k * ld), hi = _mm512_loadu_si512(qt + (2 * k + 1) * ld);
+    const __m512i pairs = _mm512_or_si512(_mm512_srli_epi32(lo, 16), _mm512_and_si512(hi, high));
+    bad |= bf16_query_misfits(pairs);
+    _mm512_storeu_si512(out + ldo * k, pairs);
+  }
+  return bad == 0;
+}
+
 /// The words of n bf16 values (n even) from src to dst, one pair of values per word as stored;
-/// returns the values query_pairs would refuse (bf16_query_misfits), or 0.
+/// returns the values bf16_query_misfits finds, or 0.
 HWY_INLINE __mmask32 copy_query_words(const std::uint16_t* src, std::int64_t n, std::uint32_t* dst) {
   __mmask32 bad = 0;
   for (std::int64_t d = 0; d < n; d += 32) {
