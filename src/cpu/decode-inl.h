@@ -16,18 +16,19 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 /// Dot products of ROWS query rows (stride kw) with the K rows of NT consecutive tokens (token j
 /// at k + j * ks) over n elements, stored to out[r * os + j] (added to it with kAdd: the rope
-/// part). Each (row, token) sum runs in its own lanes over the vectors of the row and is then
-/// reduced by sum4, so the bits of a token's scores do not depend on NT. Stored, not zeroed and
-/// then added, and without the scalar tail's loops when n is a whole number of vectors: that
-/// epilogue had taken 28 % of the 3-token step's samples (Zen 4, AVX2, L2-resident D1-like walk:
-/// 0.91x the time per token; cold D1 0.917x, D2 0.919x, faster in 6 and 7 of 8 pairs).
+/// part), prefetching the lines of pf over its vector steps. Each (row, token) sum runs in its
+/// own lanes over the vectors of the row and is then reduced by sum4, so the bits of a token's
+/// scores do not depend on NT. Stored, not zeroed and then added, and without the scalar tail's
+/// loops when n is a whole number of vectors: that epilogue had taken 28 % of the 3-token step's
+/// samples (Zen 4, AVX2, L2-resident D1-like walk: 0.91x the time per token; cold D1 0.917x, D2
+/// 0.919x, faster in 6 and 7 of 8 pairs).
 /// NT = 3 keeps 12 accumulators in flight, more than a multiply-add's latency times the two ports
 /// (8): with 2 tokens the loop waits on the latency (a standalone copy of the loop on Zen 4, AVX2,
 /// 4 rows, head dim 128: 43.5 cycles per token with 2, 37.5 with 3, 32 for the multiply-adds
 /// alone; D2 0.933x the time, faster in 12 of 16 alternating pairs).
 template <class Src, int ROWS, int NT, bool kAdd>
 HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src::T* k, std::int64_t ks, std::int64_t n,
-                     float* out, std::int64_t os) {
+                     float* out, std::int64_t os, SpreadLines pf = {}) {
   static_assert(NT >= 1 && NT <= 3, "one to three tokens");
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const typename Src::T* k0 = k;
@@ -37,7 +38,9 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
   VF b0 = a0, b1 = a0, b2 = a0, b3 = a0;            // token 1
   VF c0 = a0, c1 = a0, c2 = a0, c3 = a0;            // token 2
   std::int64_t d = 0;
+  pf.over(n / L);
   for (; d + L <= n; d += L) {
+    pf.step();
     const VF x0 = Src::load(df, k0, d);
     const VF x1 = NT > 1 ? Src::load(df, k1, d) : x0;
     const VF x2 = NT > 2 ? Src::load(df, k2, d) : x0;
@@ -52,6 +55,7 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
     FIA_DOTS_ROW(0) FIA_DOTS_ROW(1) FIA_DOTS_ROW(2) FIA_DOTS_ROW(3)
 #undef FIA_DOTS_ROW
   }
+  pf.rest();
   float sums[3][4];
   sum4(df, a0, a1, a2, a3, sums[0]);
   if constexpr (NT > 1) sum4(df, b0, b1, b2, b3, sums[1]);
@@ -64,6 +68,20 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
   }
   for (int r = 0; r < ROWS; ++r)
     for (int j = 0; j < NT; ++j) out[r * os + j] = kAdd ? out[r * os + j] + sums[j][r] : sums[j][r];
+}
+
+/// The prefetches of a Q·Kᵀ step over tokens t .. t + n - 1 of a run: spread over the step's loop
+/// for rows of floats (Prefetch::spread); issued now for int8/int4 rows, where spreading them
+/// gained nothing (Emerald Rapids VM, 2 threads, cold: D3 and D5 1.00-1.06x the time on AVX3
+/// and AVX2, faster in 6-8 of 16 alternating pairs).
+template <class Src>
+HWY_INLINE SpreadLines key_prefetches(const Prefetch& pf, std::int64_t t, std::int64_t n) {
+  if constexpr (FloatRowSource<Src>) {
+    return pf.spread(t, n);
+  } else {
+    pf.span(t, n);
+    return {};
+  }
 }
 
 /// Raw dot products (with the rope part) of ROWS rows against the tokens of one run, for each KV
@@ -80,18 +98,17 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
     const Prefetch ph = hs.for_head(pf, hk);
 #ifdef FIA_DOTS4
     const KvRun rh = hk == 0 ? run : run.sub(0, run.count, hk, dtype_size(p.kv_dtype));
-    for (std::int64_t t = 0; t < rh.count; t += 4) {
-      ph.span(t, 4);
-      dots4_store<Src, ROWS>(df, p, qh, kw, rh, t, std::min<std::int64_t>(4, rh.count - t), oh + t, os);
-    }
+    for (std::int64_t t = 0; t < rh.count; t += 4)
+      dots4_store<Src, ROWS>(df, p, qh, kw, rh, t, std::min<std::int64_t>(4, rh.count - t), oh + t, os,
+                             key_prefetches<Src>(ph, t, 4));
 #else
     using T = typename Src::T;
     const T* k = static_cast<const T*>(run.key) + hk * run.key_head_stride;
     const T* kr = run.key_rope ? static_cast<const T*>(run.key_rope) + hk * run.rope_head_stride : nullptr;
     auto tokens = [&](std::int64_t t, auto nt) {
       constexpr int NT = decltype(nt)::value;
-      ph.span(t, NT);
-      dots<Src, ROWS, NT, false>(df, qh, kw, k + t * run.key_stride, run.key_stride, p.qk_dim, oh + t, os);
+      dots<Src, ROWS, NT, false>(df, qh, kw, k + t * run.key_stride, run.key_stride, p.qk_dim, oh + t, os,
+                                 key_prefetches<Src>(ph, t, NT));
       if (p.rope_dim > 0)
         dots<Src, ROWS, NT, true>(df, qh + p.qk_dim, kw, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, oh + t, os);
     };

@@ -101,6 +101,15 @@ struct Prefetch {
     }
     for (std::int64_t j = 0; j < n; ++j) at(t + j);
   }
+  /// span(t, n) for a product step that spreads it over its loop: the run of lines span takes
+  /// at once where the rows lie back to back within limit; elsewhere span runs now and nothing is
+  /// left to spread.
+  HWY_INLINE SpreadLines spread(std::int64_t t, std::int64_t n) const {
+    if (bytes > 0 && bytes == stride && t + distance + n <= limit)
+      return SpreadLines::of(base + (t + distance) * stride, n * bytes);
+    span(t, n);
+    return {};
+  }
   /// The same prefetches for the tokens from t0 on, counted from t0 (t0 may lie past limit: then
   /// they are all rows of `next`).
   Prefetch from(std::int64_t t0) const {
