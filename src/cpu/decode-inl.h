@@ -70,12 +70,13 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
     for (int j = 0; j < NT; ++j) out[r * os + j] = kAdd ? out[r * os + j] + sums[j][r] : sums[j][r];
 }
 
-/// The prefetches of a Q·Kᵀ step over tokens t .. t + n - 1 of a run: spread over the step's loop
-/// for rows of floats (Prefetch::spread); issued now for int8/int4 rows, where spreading them
-/// gained nothing (Emerald Rapids VM, 2 threads, cold: D3 and D5 1.00-1.06x the time on AVX3
-/// and AVX2, faster in 6-8 of 16 alternating pairs).
+/// The prefetches of the K or V rows of tokens t .. t + n - 1 of a run for a Q·Kᵀ step over those
+/// tokens or a P·V pass (its share of whole rows): spread over the step's loop for rows of floats
+/// (Prefetch::spread); issued now for int8/int4 rows, where spreading them gained nothing
+/// (Emerald Rapids VM, 2 threads, cold: D3 and D5 1.00-1.06x the time on AVX3 and AVX2, faster in
+/// 5-8 of 16 alternating pairs).
 template <class Src>
-HWY_INLINE SpreadLines key_prefetches(const Prefetch& pf, std::int64_t t, std::int64_t n) {
+HWY_INLINE SpreadLines row_prefetches(const Prefetch& pf, std::int64_t t, std::int64_t n) {
   if constexpr (FloatRowSource<Src>) {
     return pf.spread(t, n);
   } else {
@@ -100,7 +101,7 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
     const KvRun rh = hk == 0 ? run : run.sub(0, run.count, hk, dtype_size(p.kv_dtype));
     for (std::int64_t t = 0; t < rh.count; t += 4)
       dots4_store<Src, ROWS>(df, p, qh, kw, rh, t, std::min<std::int64_t>(4, rh.count - t), oh + t, os,
-                             key_prefetches<Src>(ph, t, 4));
+                             row_prefetches<Src>(ph, t, 4));
 #else
     using T = typename Src::T;
     const T* k = static_cast<const T*>(run.key) + hk * run.key_head_stride;
@@ -108,7 +109,7 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
     auto tokens = [&](std::int64_t t, auto nt) {
       constexpr int NT = decltype(nt)::value;
       dots<Src, ROWS, NT, false>(df, qh, kw, k + t * run.key_stride, run.key_stride, p.qk_dim, oh + t, os,
-                                 key_prefetches<Src>(ph, t, NT));
+                                 row_prefetches<Src>(ph, t, NT));
       if (p.rope_dim > 0)
         dots<Src, ROWS, NT, true>(df, qh + p.qk_dim, kw, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, oh + t, os);
     };
@@ -281,10 +282,11 @@ HWY_INLINE std::uint64_t weighted_columns(DF df, const float* pr, std::int64_t p
 
 /// acc[r][d0 : d0 + NV*L) += sum over the run's tokens of p[r][t] * V[t][d0 : ...], for ROWS rows;
 /// the accumulators stay in registers over the whole run. kDense: every token of the run is
-/// weighted (no tests per token).
+/// weighted (no tests per token). Prefetches pf.at(t) as it reaches token t and the lines of sp
+/// spread over the tokens.
 template <class Src, int ROWS, int NV, bool kDense = false>
 HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t ps, std::int64_t d0, float* acc,
-                         std::int64_t vd, const Prefetch& pf) {
+                         std::int64_t vd, const Prefetch& pf, SpreadLines sp = {}) {
   using T = typename Src::T;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const T* v = static_cast<const T*>(run.value);
@@ -295,9 +297,11 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
   FIA_ACC_LOAD(3, 0) FIA_ACC_LOAD(3, 1) FIA_ACC_LOAD(3, 2) FIA_ACC_LOAD(3, 3)
 #undef FIA_ACC_LOAD
   std::uint64_t weighted = 0;  // of the 64 columns from t & ~63 on (weighted_columns)
+  sp.over(run.count);
   for (std::int64_t t = 0; t < run.count; ++t) {
     const T* vt = v + t * run.value_stride;
     pf.at(t);
+    sp.step();
     if constexpr (!kDense) {
       // The rows share one query row, so a key excluded for one is excluded for all (weight 0):
       // it is skipped, never multiplied by 0, whatever its V holds (25.1 #24).
@@ -328,6 +332,7 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
     FIA_ROW(0) FIA_ROW(1) FIA_ROW(2) FIA_ROW(3)
 #undef FIA_ROW
   }
+  sp.rest();
 #define FIA_ACC_STORE(r, n) \
   if constexpr (ROWS > r && NV > n) hn::StoreU(c##r##n, df, acc + r * vd + d0 + n * L);
   FIA_ACC_STORE(0, 0) FIA_ACC_STORE(0, 1) FIA_ACC_STORE(0, 2) FIA_ACC_STORE(0, 3)
@@ -395,9 +400,12 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
       // without: Zen 4, AVX3, cold, alternating pairs, D4 0.89x the time (8 of 8 faster), D2
       // 0.96x (5 of 8; a D2-like walk 0.97x, 6 of 6), D1 0.99x (6 of 8; a D1-like walk 5 of 5)).
       // With short passes (AVX2: six over a row of 128) each pass prefetches a share of whole rows
-      // before it instead: all at once (32 lines for D2) they filled the miss buffers, and the spread
-      // took 0.935x the time on D2 (Zen 4 capped at AVX2, faster in 16 of 20 alternating pairs; D1,
-      // D4 unchanged), where line shares token by token ran a D1-like walk 1.02x slower (0 of 5).
+      // instead: all at once (32 lines for D2) they filled the miss buffers, and the spread took
+      // 0.935x the time on D2 (Zen 4 capped at AVX2, faster in 16 of 20 alternating pairs; D1, D4
+      // unchanged), where line shares token by token ran a D1-like walk 1.02x slower (0 of 5). A
+      // pass's share of rows of floats goes out over its tokens rather than before it
+      // (SpreadLines; Emerald Rapids, AVX2, cold: D1 0.967-0.98x, D2 0.962-0.974x the time, faster
+      // in 11-18 of 16-20 alternating pairs; D4 0.985-1.004x; int8/int4 rows 1.01-1.02x, kept).
       const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
                          weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
       // Tokens prefetched: floor(part.count * e / vd) once a pass ends at column e (compared as
@@ -413,8 +421,10 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
           if (dense) run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, share);
           else run_axpy<Src, ROWS, NV>(df, part, pp, ps, d0, acc, vd, share);
         } else if (dense) {
-          for (const std::int64_t reach = part.count * (d0 + NV * L); (fetched + 1) * vd <= reach; ++fetched) pt.at(fetched);
-          run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, Prefetch{});
+          const std::int64_t from = fetched;
+          for (const std::int64_t reach = part.count * (d0 + NV * L); (fetched + 1) * vd <= reach;) ++fetched;
+          run_axpy<Src, ROWS, NV, true>(df, part, pp, ps, d0, acc, vd, Prefetch{},
+                                        row_prefetches<Src>(pt, from, fetched - from));
         } else {
           run_axpy<Src, ROWS, NV>(df, part, pp, ps, d0, acc, vd, d0 == 0 ? pt : Prefetch{});
         }
