@@ -16,7 +16,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 /// Dot products of ROWS query rows (stride kw) with the K rows of NT consecutive tokens (token j
 /// at k + j * ks) over n elements, stored to out[r * os + j] (added to it with kAdd: the rope
-/// part), prefetching the lines of pf over its vector steps. Each (row, token) sum runs in its
+/// part), prefetching the lines of `spread` over its vector steps. Each (row, token) sum runs in its
 /// own lanes over the vectors of the row and is then reduced by sum4, so the bits of a token's
 /// scores do not depend on NT. Stored, not zeroed and then added, and without the scalar tail's
 /// loops when n is a whole number of vectors: that epilogue had taken 28 % of the 3-token step's
@@ -28,7 +28,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 /// alone; D2 0.933x the time, faster in 12 of 16 alternating pairs).
 template <class Src, int ROWS, int NT, bool kAdd>
 HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src::T* k, std::int64_t ks, std::int64_t n,
-                     float* out, std::int64_t os, SpreadLines pf = {}) {
+                     float* out, std::int64_t os, SpreadLines spread = {}) {
   static_assert(NT >= 1 && NT <= 3, "one to three tokens");
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const typename Src::T* k0 = k;
@@ -38,9 +38,9 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
   VF b0 = a0, b1 = a0, b2 = a0, b3 = a0;            // token 1
   VF c0 = a0, c1 = a0, c2 = a0, c3 = a0;            // token 2
   std::int64_t d = 0;
-  pf.over(n / L);
+  spread.over(n / L);
   for (; d + L <= n; d += L) {
-    pf.step();
+    spread.step();
     const VF x0 = Src::load(df, k0, d);
     const VF x1 = NT > 1 ? Src::load(df, k1, d) : x0;
     const VF x2 = NT > 2 ? Src::load(df, k2, d) : x0;
@@ -55,7 +55,7 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
     FIA_DOTS_ROW(0) FIA_DOTS_ROW(1) FIA_DOTS_ROW(2) FIA_DOTS_ROW(3)
 #undef FIA_DOTS_ROW
   }
-  pf.rest();
+  spread.rest();
   float sums[3][4];
   sum4(df, a0, a1, a2, a3, sums[0]);
   if constexpr (NT > 1) sum4(df, b0, b1, b2, b3, sums[1]);
@@ -70,11 +70,12 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
     for (int j = 0; j < NT; ++j) out[r * os + j] = kAdd ? out[r * os + j] + sums[j][r] : sums[j][r];
 }
 
-/// The prefetches of the K or V rows of tokens t .. t + n - 1 of a run for a Q·Kᵀ step over those
-/// tokens or a P·V pass (its share of whole rows): spread over the step's loop for rows of floats
-/// (Prefetch::spread); issued now for int8/int4 rows, where spreading them gained nothing
-/// (Emerald Rapids VM, 2 threads, cold: D3 and D5 1.00-1.06x the time on AVX3 and AVX2, faster in
-/// 5-8 of 16 alternating pairs).
+/// pf's prefetches for tokens t .. t + n - 1 (rows `distance` ahead, or the next block's pieces),
+/// for a Q·Kᵀ step over those tokens or a P·V pass's share of whole rows: spread over the step's
+/// loop where pf's rows are rows of floats lying back to back (Prefetch::spread), else issued now.
+/// int8/int4 rows keep the burst: spread, D3 and D5 took 1.00-1.06x the time in Q·Kᵀ on AVX3
+/// and AVX2 and 1.01-1.02x in AVX2's P·V (Emerald Rapids VM, 2 threads, cold, faster in 5-8 of
+/// 16 alternating pairs).
 template <class Src>
 HWY_INLINE SpreadLines row_prefetches(const Prefetch& pf, std::int64_t t, std::int64_t n) {
   if constexpr (FloatRowSource<Src>) {
@@ -282,11 +283,11 @@ HWY_INLINE std::uint64_t weighted_columns(DF df, const float* pr, std::int64_t p
 
 /// acc[r][d0 : d0 + NV*L) += sum over the run's tokens of p[r][t] * V[t][d0 : ...], for ROWS rows;
 /// the accumulators stay in registers over the whole run. kDense: every token of the run is
-/// weighted (no tests per token). Prefetches pf.at(t) as it reaches token t and the lines of sp
-/// spread over the tokens.
+/// weighted (no tests per token). Prefetches pf.at(t) as it reaches token t, and the lines of
+/// `spread` over the tokens.
 template <class Src, int ROWS, int NV, bool kDense = false>
 HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t ps, std::int64_t d0, float* acc,
-                         std::int64_t vd, const Prefetch& pf, SpreadLines sp = {}) {
+                         std::int64_t vd, const Prefetch& pf, SpreadLines spread = {}) {
   using T = typename Src::T;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const T* v = static_cast<const T*>(run.value);
@@ -297,11 +298,11 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
   FIA_ACC_LOAD(3, 0) FIA_ACC_LOAD(3, 1) FIA_ACC_LOAD(3, 2) FIA_ACC_LOAD(3, 3)
 #undef FIA_ACC_LOAD
   std::uint64_t weighted = 0;  // of the 64 columns from t & ~63 on (weighted_columns)
-  sp.over(run.count);
+  spread.over(run.count);
   for (std::int64_t t = 0; t < run.count; ++t) {
     const T* vt = v + t * run.value_stride;
     pf.at(t);
-    sp.step();
+    spread.step();
     if constexpr (!kDense) {
       // The rows share one query row, so a key excluded for one is excluded for all (weight 0):
       // it is skipped, never multiplied by 0, whatever its V holds (25.1 #24).
@@ -332,7 +333,7 @@ HWY_INLINE void run_axpy(DF df, const KvRun& run, const float* pr, std::int64_t 
     FIA_ROW(0) FIA_ROW(1) FIA_ROW(2) FIA_ROW(3)
 #undef FIA_ROW
   }
-  sp.rest();
+  spread.rest();
 #define FIA_ACC_STORE(r, n) \
   if constexpr (ROWS > r && NV > n) hn::StoreU(c##r##n, df, acc + r * vd + d0 + n * L);
   FIA_ACC_STORE(0, 0) FIA_ACC_STORE(0, 1) FIA_ACC_STORE(0, 2) FIA_ACC_STORE(0, 3)
@@ -405,7 +406,7 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
       // unchanged), where line shares token by token ran a D1-like walk 1.02x slower (0 of 5). A
       // pass's share of rows of floats goes out over its tokens rather than before it
       // (SpreadLines; Emerald Rapids, AVX2, cold: D1 0.967-0.98x, D2 0.962-0.974x the time, faster
-      // in 11-18 of 16-20 alternating pairs; D4 0.985-1.004x; int8/int4 rows 1.01-1.02x, kept).
+      // in 11-18 of 16-20 alternating pairs; D4 0.985-1.004x; int8/int4 rows: row_prefetches).
       const bool dense = blocked && part.count <= 64 && !Src::kSkipZeroWeights &&
                          weighted_columns<ROWS>(df, pp, ps, part.count) == ~std::uint64_t{0} >> (64 - part.count);
       // Tokens prefetched: floor(part.count * e / vd) once a pass ends at column e (compared as

@@ -80,11 +80,12 @@ HWY_INLINE void prefetch_row(const void* row, std::int64_t bytes) {
 }
 
 /// The cache lines that `bytes` bytes from `row` touch (those prefetch_row fetches), prefetched
-/// into L2 a few at a time over the steps of a product loop instead of all at once before it: a
-/// decode Q·Kᵀ step over 3 or 4 tokens had issued its 12-16 lines in one burst, whose misses held
-/// the line fill buffers that the step's own loads from L2 then waited for (Emerald Rapids VM, 2
-/// threads, cold, alternating calls in one process: D2 0.95-0.98x the time on AVX3 and AVX2, D1
-/// 0.95-0.97x on AVX2; D1 on AVX3 and D4 0.98-1.00x).
+/// into L2 (prefetch_row's default) a few at a time over the steps of a decode product loop (Q·Kᵀ
+/// over a group of tokens, an AVX2 P·V pass) instead of all at once before it: a Q·Kᵀ group of 3
+/// or 4 tokens had issued its 12-16 lines in one burst, whose misses held the line fill buffers
+/// that the group's own loads from L2 then waited for (Emerald Rapids VM, 2 threads, cold,
+/// alternating calls in one process: D1 0.95-1.00x the time on AVX3 and 0.92-0.95x on AVX2, D2
+/// 0.94-0.98x and 0.95-0.98x, D4 0.98-1.02x and 0.96-0.99x).
 struct SpreadLines {
   const char* next = nullptr;  ///< the next line to prefetch
   std::int64_t left = 0;       ///< lines not yet prefetched

@@ -110,17 +110,17 @@ HWY_INLINE void dots4_step(DF df, const float* q, std::int64_t kw, std::int64_t 
 /// a[4r + j] += q row r times K row k[j] over n elements, for ROWS rows and 4 tokens; the
 /// elements past the last full vector go to tail[4r + j]. Each lane's FMA chain and the sum tree
 /// (sum16 or sums_of_4) depend only on (row, token), so a token's score is the same bits in any group of 4.
-/// Sources loading two vectors at a time (BlockPairSource) need n a multiple of 2 vectors.
+/// Sources loading two vectors at a time (BlockPairSource) need n a multiple of 2 vectors. The
+/// lines of `spread` go out over the vector steps (after the loop for pair sources, int4 rows,
+/// whose prefetches are never spread: row_prefetches).
 template <class Src, int ROWS>
 HWY_INLINE void dots4(DF df, const float* q, std::int64_t kw, const typename Src::T* const* k, std::int64_t n, VF* a,
-                      float* tail, SpreadLines pf = {}) {
+                      float* tail, SpreadLines spread = {}) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
   const auto *k0 = k[0], *k1 = k[1], *k2 = k[2], *k3 = k[3];
   std::int64_t d = 0;
   if constexpr (BlockPairSource<Src>) {
-    pf.over(n / (2 * L));
     for (; d + 2 * L <= n; d += 2 * L) {
-      pf.step();
       VF x0, x1, x2, x3, y0, y1, y2, y3;
       Src::load2(df, k0, d, x0, y0);
       Src::load2(df, k1, d, x1, y1);
@@ -130,25 +130,25 @@ HWY_INLINE void dots4(DF df, const float* q, std::int64_t kw, const typename Src
       dots4_step<ROWS>(df, q, kw, d + L, y0, y1, y2, y3, a);
     }
   } else {
-    pf.over(n / L);
+    spread.over(n / L);
     for (; d + L <= n; d += L) {
-      pf.step();
+      spread.step();
       const VF x0 = Src::load(df, k0, d), x1 = Src::load(df, k1, d);
       const VF x2 = Src::load(df, k2, d), x3 = Src::load(df, k3, d);
       dots4_step<ROWS>(df, q, kw, d, x0, x1, x2, x3, a);
     }
   }
-  pf.rest();
+  spread.rest();
   for (; d < n; ++d)
     for (int r = 0; r < ROWS; ++r)
       for (int j = 0; j < 4; ++j) tail[4 * r + j] += q[r * kw + d] * Src::one(k[j], d);
 }
 
 /// Scores of ROWS rows against tokens t .. t + count of the run (count 1..4), stored at
-/// out[r * os + j] for j < count; the lines of pf prefetched over the loop of the K part.
+/// out[r * os + j] for j < count; the lines of `spread` prefetched over the loop of the K part.
 template <class Src, int ROWS>
 HWY_INLINE void dots4_store(DF df, const Problem& p, const float* q, std::int64_t kw, const KvRun& run, std::int64_t t,
-                            std::int64_t count, float* out, std::int64_t os, SpreadLines pf = {}) {
+                            std::int64_t count, float* out, std::int64_t os, SpreadLines spread = {}) {
   using T = typename Src::T;
   const T* k[4];
   const T* kr[4];
@@ -160,7 +160,7 @@ HWY_INLINE void dots4_store(DF df, const Problem& p, const float* q, std::int64_
   VF a[16];
   for (VF& v : a) v = hn::Zero(df);
   HWY_ALIGN float tail[16] = {};
-  dots4<Src, ROWS>(df, q, kw, k, p.qk_dim, a, tail, pf);
+  dots4<Src, ROWS>(df, q, kw, k, p.qk_dim, a, tail, spread);
   if (p.rope_dim > 0) dots4<Src, ROWS>(df, q + p.qk_dim, kw, kr, p.rope_dim, a, tail);
 #ifdef FIA_SUM16
   const VF sums = hn::Add(sum16(a), hn::Load(df, tail));

@@ -1,4 +1,5 @@
-// SpreadLines (cpu/item_common.hpp), the prefetches a decode Q·Kᵀ step spreads over its loop: it
+// SpreadLines (cpu/item_common.hpp), the prefetches a decode product step (Q·Kᵀ over a group of
+// tokens, an AVX2 P·V pass) spreads over its loop: it
 // covers exactly the cache lines a byte range touches, however the range is aligned, and hands
 // them out over the loop's steps, a share per step, none twice and none left once the steps are
 // taken (rest() taking what fewer steps left).
@@ -42,7 +43,7 @@ std::vector<std::uintptr_t> hand_out(SpreadLines s, std::int64_t steps, std::int
 
 TEST(SpreadLines, CoversTheLinesARangeTouchesAtEveryAlignment) {
   alignas(64) static char buffer[64 * 40];
-  for (std::int64_t offset = 0; offset < 128; offset += 7) {
+  for (std::int64_t offset = 0; offset < 128; ++offset) {
     for (const std::int64_t bytes : {1, 2, 63, 64, 65, 127, 128, 256, 768, 1024, 1000}) {
       const char* row = buffer + offset;
       const SpreadLines s = SpreadLines::of(row, bytes);
@@ -65,29 +66,31 @@ TEST(SpreadLines, NothingForAnEmptyRange) {
   EXPECT_EQ(none.left, 0);
 }
 
+/// Checks that `steps` steps hand out the lines of [row, row + bytes) once each, a share a step.
+void expect_shares(const char* row, std::int64_t bytes, std::int64_t steps) {
+  const std::set<std::uintptr_t> want = lines_touched(row, bytes);
+  const auto lines = static_cast<std::int64_t>(want.size());
+  std::vector<std::int64_t> taken;
+  const std::vector<std::uintptr_t> got = hand_out(SpreadLines::of(row, bytes), steps, steps, &taken);
+  ASSERT_EQ(got, std::vector<std::uintptr_t>(want.begin(), want.end())) << bytes << " bytes, " << steps << " steps";
+  // Every step takes its share (the same for all, the last ones fewer where the lines run out),
+  // so that no step is left with the burst; the steps take them all, rest() none.
+  const std::int64_t share = steps > 0 ? (lines + steps - 1) / steps : lines;
+  std::int64_t left = lines;
+  for (const std::int64_t t : taken) {
+    EXPECT_EQ(t, std::min(share, left)) << bytes << " bytes, " << steps << " steps";
+    left -= t;
+  }
+  if (steps > 0) {
+    EXPECT_EQ(left, 0) << bytes << " bytes, " << steps << " steps";
+  }
+}
+
 TEST(SpreadLines, HandsEachLineOutOnceAShareAStep) {
   alignas(64) static char buffer[64 * 40];
-  for (const std::int64_t bytes : {1, 100, 256, 768, 1024, 1040}) {
-    for (const std::int64_t steps : {0, 1, 2, 3, 8, 16, 64}) {
-      const char* row = buffer + 16;
-      const std::set<std::uintptr_t> want = lines_touched(row, bytes);
-      const auto lines = static_cast<std::int64_t>(want.size());
-      std::vector<std::int64_t> taken;
-      const std::vector<std::uintptr_t> got = hand_out(SpreadLines::of(row, bytes), steps, steps, &taken);
-      ASSERT_EQ(got, std::vector<std::uintptr_t>(want.begin(), want.end())) << bytes << " bytes, " << steps << " steps";
-      // Every step takes its share (the same for all, the last ones fewer where the lines run
-      // out), so that no step is left with the burst; the steps take them all, rest() none.
-      const std::int64_t share = steps > 0 ? (lines + steps - 1) / steps : lines;
-      std::int64_t left = lines;
-      for (const std::int64_t t : taken) {
-        EXPECT_EQ(t, std::min(share, left)) << bytes << " bytes, " << steps << " steps";
-        left -= t;
-      }
-      if (steps > 0) {
-        EXPECT_EQ(left, 0) << bytes << " bytes, " << steps << " steps";
-      }
-    }
-  }
+  for (const std::int64_t offset : {0, 16, 63})
+    for (const std::int64_t bytes : {1, 100, 256, 768, 1024, 1040})
+      for (const std::int64_t steps : {0, 1, 2, 3, 8, 16, 64}) expect_shares(buffer + offset, bytes, steps);
 }
 
 TEST(SpreadLines, RestTakesWhatFewerStepsLeft) {
@@ -97,8 +100,7 @@ TEST(SpreadLines, RestTakesWhatFewerStepsLeft) {
   std::vector<std::int64_t> taken;
   const std::vector<std::uintptr_t> got = hand_out(SpreadLines::of(row, 1024), 8, 3, &taken);
   EXPECT_EQ(got, std::vector<std::uintptr_t>(want.begin(), want.end()));
-  ASSERT_EQ(taken.size(), 3u);
-  EXPECT_EQ(taken[0], 3);  // 17 lines over 8 steps: 3 a step
+  EXPECT_EQ(taken, (std::vector<std::int64_t>{3, 3, 3}));  // 17 lines over 8 steps: 3 a step, 8 left
 }
 
 }  // namespace
