@@ -70,22 +70,6 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
     for (int j = 0; j < NT; ++j) out[r * os + j] = kAdd ? out[r * os + j] + sums[j][r] : sums[j][r];
 }
 
-/// pf's prefetches for tokens t .. t + n - 1 (rows `distance` ahead, or the next block's pieces),
-/// for a Q·Kᵀ step over those tokens or a P·V pass's share of whole rows: spread over the step's
-/// loop where pf's rows are rows of floats lying back to back (Prefetch::spread), else issued now.
-/// int8/int4 rows keep the burst: spread, D3 and D5 took 1.00-1.06x the time in Q·Kᵀ on AVX3
-/// and AVX2 and 1.01-1.02x in AVX2's P·V (Emerald Rapids VM, 2 threads, cold, faster in 5-8 of
-/// 16 alternating pairs).
-template <class Src>
-HWY_INLINE SpreadLines row_prefetches(const Prefetch& pf, std::int64_t t, std::int64_t n) {
-  if constexpr (FloatRowSource<Src>) {
-    return pf.spread(t, n);
-  } else {
-    pf.span(t, n);
-    return {};
-  }
-}
-
 /// Raw dot products (with the rope part) of ROWS rows against the tokens of one run, for each KV
 /// head of `hs` (the run's K rows, the query rows q, the scores out and the prefetches stepping
 /// from head to head): one call per block of the interleaved-head walk instead of one per head.
@@ -100,7 +84,17 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
     const Prefetch ph = hs.for_head(pf, hk);
 #ifdef FIA_DOTS4
     const KvRun rh = hk == 0 ? run : run.sub(0, run.count, hk, dtype_size(p.kv_dtype));
-    for (std::int64_t t = 0; t < rh.count; t += 4)
+    std::int64_t t0 = 0;
+#ifdef FIA_SUM16
+    // One row (MHA): 16 tokens a call, one tree for 16 scores instead of four trees over mostly
+    // zeros (D4's geometry in L2, one thread: 0.84x the time; cold D4 0.976-0.996x, faster in
+    // 10-16 of 16-20 alternating pairs; Emerald Rapids). Rows of floats, whose prefetches are
+    // spread over the call (64 lines at once had made it slower cold: 1.03-1.05x, Zen 4).
+    if constexpr (ROWS == 1 && FloatRowSource<Src>)
+      for (; t0 + 16 <= rh.count; t0 += 16)
+        dots16_store<Src>(df, p, qh, rh, t0, oh + t0, row_prefetches<Src>(ph, t0, 16));
+#endif
+    for (std::int64_t t = t0; t < rh.count; t += 4)
       dots4_store<Src, ROWS>(df, p, qh, kw, rh, t, std::min<std::int64_t>(4, rh.count - t), oh + t, os,
                              row_prefetches<Src>(ph, t, 4));
 #else

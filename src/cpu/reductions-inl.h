@@ -189,6 +189,38 @@ HWY_INLINE void dots4_store(DF df, const Problem& p, const float* q, std::int64_
   }
 #endif
 }
+#ifdef FIA_SUM16
+/// One row's scores against the 16 tokens t .. t + 15 of the run, stored at out[0..16): 16
+/// accumulators, one per token, and one sum16 tree. Each token's FMA chain (the K part, then the
+/// rope part), its tail and its tree are dots4_store's, so its score is the same bits in either.
+/// The lines of `spread` go out over the K part's vector steps.
+template <class Src>
+HWY_INLINE void dots16_store(DF df, const Problem& p, const float* q, const KvRun& run, std::int64_t t, float* out,
+                             SpreadLines spread) {
+  using T = typename Src::T;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  VF a[16];
+  for (VF& v : a) v = hn::Zero(df);
+  HWY_ALIGN float tail[16] = {};
+  auto part = [&](const T* base, std::int64_t stride, const float* qp, std::int64_t n, SpreadLines lines) {
+    const T* k = base + t * stride;
+    std::int64_t d = 0;
+    lines.over(n / L);
+    for (; d + L <= n; d += L) {
+      lines.step();
+      const VF qv = hn::LoadU(df, qp + d);
+      for (int j = 0; j < 16; ++j) a[j] = hn::MulAdd(qv, Src::load(df, k + j * stride, d), a[j]);
+    }
+    lines.rest();
+    for (; d < n; ++d)
+      for (int j = 0; j < 16; ++j) tail[j] += qp[d] * Src::one(k + j * stride, d);
+  };
+  part(static_cast<const T*>(run.key), run.key_stride, q, p.qk_dim, spread);
+  if (p.rope_dim > 0) part(static_cast<const T*>(run.key_rope), run.rope_stride, q + p.qk_dim, p.rope_dim, {});
+  hn::StoreU(hn::Add(sum16(a), hn::Load(df, tail)), df, out);
+}
+#endif  // FIA_SUM16
+
 #endif  // FIA_DOTS4
 
 }  // namespace fia::detail::HWY_NAMESPACE

@@ -11,6 +11,7 @@
 #include "support/antiquant_builder.hpp"
 #include "support/call_builder.hpp"
 #include "support/expectations.hpp"
+#include "support/paged_cache.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 #include "support/scoped_env.hpp"
@@ -78,6 +79,41 @@ TEST_P(PerIsa, DecodeRunsOfEveryLengthAgainstThreeAndFourRows) {
       s.act_kv = std::vector<std::int64_t>{kv, std::max<std::int64_t>(1, kv - 2)};
       check(s, static_cast<std::uint64_t>(group * 1000 + kv));
     }
+}
+
+// Decode items of one query row (MHA) score rows of floats 16 tokens at a time on AVX-512 (one
+// sum tree for 16 scores, cpu/reductions-inl.h dots16_store) and 4 at a time elsewhere and after
+// the last 16 of a run: a token's score must be the same bits in either. Runs around 16 and its
+// multiples, contiguous and in paged blocks of 5, 16 and 24 tokens (whose runs end elsewhere), in
+// fp16, bf16 and f32, with a rope part and a head dim that leaves a scalar tail: the same bits
+// both ways, and the reference matched.
+TEST_P(PerIsa, OneRowDecodeScoresAreTheSameBitsInAnyGroupOfTokens) {
+  int i = 0;
+  for (const DType dtype : {DType::F16, DType::BF16, DType::F32})
+    for (std::int64_t kv : {15, 16, 17, 31, 33, 48, 50, 97})
+      for (std::int64_t block : {5, 16, 24}) {
+        CallSpec s;
+        s.layout = "BNSD";
+        s.dtype = dtype;
+        s.batch = 2;
+        s.num_heads = 3;
+        s.num_kv_heads = 3;
+        s.kv_seq = kv;
+        s.act_kv = std::vector<std::int64_t>{kv, std::max<std::int64_t>(1, kv - 7)};
+        s.qk_dim = i % 4 == 3 ? 100 : 64;
+        s.rope_dim = i % 5 == 2 ? 16 : 0;
+        s.lse = true;
+        s.storage = KvStorage::kPaged;
+        s.block_size = block;
+        const TestCall paged = build_call(s, static_cast<std::uint64_t>(9100 + i++));
+        const TestCall flat = as_contiguous(paged.args);
+        Outputs x, y;
+        ASSERT_TRUE(run_call(paged.args, Backend::kCpu, 2, &x).ok()) << describe(s);
+        ASSERT_TRUE(run_call(flat.args, Backend::kCpu, 2, &y).ok()) << describe(s);
+        EXPECT_EQ(x.attention_out.bytes, y.attention_out.bytes) << describe(s);
+        EXPECT_EQ(x.softmax_lse.bytes, y.softmax_lse.bytes) << describe(s);
+        expect_cpu_matches_reference(flat.args, true, describe(s), 2, GetParam());
+      }
 }
 
 // Decode items spanning several KV heads of interleaved rows (BSH, BSND; contiguous and paged)
