@@ -94,20 +94,14 @@ struct Prefetch {
   /// cost D2's Q·Kᵀ about 4 % of its time with K and V in L2/L3 (Zen 4, AVX3: 0.955x and 0.967x
   /// the time with one run; cold, ABBA in one process, D2 0.947-1.017x on AVX3 and 0.909-1.039x
   /// on AVX2, D1 0.947-1.006x and 0.974-1.005x, 3-6 sets each).
-  HWY_INLINE void span(std::int64_t t, std::int64_t n) const {
-    if (bytes > 0 && bytes == stride && t + distance + n <= limit) {
-      prefetch_row(base + (t + distance) * stride, n * bytes);
-      return;
-    }
-    for (std::int64_t j = 0; j < n; ++j) at(t + j);
-  }
+  HWY_INLINE void span(std::int64_t t, std::int64_t n) const { spread(t, n).rest(); }
   /// span(t, n) for a product step that spreads it over its loop: the run of lines span takes
-  /// at once where the rows lie back to back within limit; elsewhere span runs now and nothing is
-  /// left to spread.
+  /// at once where the rows lie back to back within limit; elsewhere the rows' prefetches go out
+  /// now, row by row, and nothing is left to spread.
   HWY_INLINE SpreadLines spread(std::int64_t t, std::int64_t n) const {
     if (bytes > 0 && bytes == stride && t + distance + n <= limit)
       return SpreadLines::of(base + (t + distance) * stride, n * bytes);
-    span(t, n);
+    for (std::int64_t j = 0; j < n; ++j) at(t + j);
     return {};
   }
   /// The same prefetches for the tokens from t0 on, counted from t0 (t0 may lie past limit: then

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "support/call_builder.hpp"
+#include "support/expectations.hpp"
 #include "support/paged_cache.hpp"
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
@@ -35,21 +36,13 @@ Outputs run_cpu(const FiaArgs& a, const std::string& what) {
   return o;
 }
 
-/// Runs two calls that store the same KV differently; their outputs and LSE must be the same bits.
-void expect_same_bits(const FiaArgs& a, const std::string& a_what, const FiaArgs& b, const std::string& b_what,
-                      const CallSpec& spec) {
-  const Outputs x = run_cpu(a, a_what), y = run_cpu(b, b_what);
-  EXPECT_EQ(x.attention_out.bytes, y.attention_out.bytes) << describe(spec);
-  EXPECT_EQ(x.softmax_lse.bytes, y.softmax_lse.bytes) << describe(spec);
-}
-
 class PagedEqualsContiguous : public ::testing::TestWithParam<int> {};
 
 TEST_P(PagedEqualsContiguous, BitIdentical) {
   const CallSpec spec = storage_spec(GetParam(), KvStorage::kPaged);
   TestCall paged = build_call(spec, GetParam());
   const TestCall flat = as_contiguous(paged.args);
-  expect_same_bits(paged.args, "paged", flat.args, "contiguous", spec);
+  expect_same_bits(paged.args, "paged", flat.args, "contiguous", describe(spec));
 }
 
 // A block table is read through its strides (FIA-SPEC 9.1): one whose ids sit every other int32,
@@ -106,7 +99,7 @@ TEST_P(TensorListEqualsPadded, BitIdentical) {
     if (which) flat.args.value = {kept};
     else flat.args.key = {kept};
   }
-  expect_same_bits(list.args, "list", flat.args, "padded", spec);
+  expect_same_bits(list.args, "list", flat.args, "padded", describe(spec));
 }
 
 class PrefixEqualsConcatenation : public ::testing::TestWithParam<int> {};
@@ -142,7 +135,7 @@ TEST_P(PrefixEqualsConcatenation, BitIdentical) {
     if (which) cat.args.value = {kept};
     else cat.args.key = {kept};
   }
-  expect_same_bits(pre.args, "prefix", cat.args, "concatenated", spec);
+  expect_same_bits(pre.args, "prefix", cat.args, "concatenated", describe(spec));
 }
 
 class LeftPaddingEqualsUnpadded : public ::testing::TestWithParam<int> {};

@@ -44,4 +44,14 @@ void expect_thread_invariant(const FiaArgs& args, const std::string& context) {
   EXPECT_EQ(one.attention_out.bytes, many.attention_out.bytes) << context;
 }
 
+void expect_same_bits(const FiaArgs& a, const std::string& a_what, const FiaArgs& b, const std::string& b_what,
+                      const std::string& context) {
+  Outputs x, y;
+  const Status sa = run_call(a, Backend::kCpu, 2, &x), sb = run_call(b, Backend::kCpu, 2, &y);
+  ASSERT_TRUE(sa.ok()) << a_what << ": " << sa.to_string() << "\n" << context;
+  ASSERT_TRUE(sb.ok()) << b_what << ": " << sb.to_string() << "\n" << context;
+  EXPECT_EQ(x.attention_out.bytes, y.attention_out.bytes) << context;
+  EXPECT_EQ(x.softmax_lse.bytes, y.softmax_lse.bytes) << context;
+}
+
 }  // namespace fia::test
