@@ -36,6 +36,12 @@ bool cpu_has_amx_bf16() {
   return (lo & (3u << 17)) == (3u << 17);  // XTILECFG and XTILEDATA saved by the OS
 }
 
+/// AMX-INT8 (CPUID.(7,0):EDX bit 25) besides amx_bf16_in_cpu().
+bool cpu_has_amx_int8() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return amx_bf16_in_cpu() && __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (d & (1u << 25)) != 0;
+}
+
 /// Linux grants tile data to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA).
 bool process_may_use_tiles() {
   constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
@@ -87,13 +93,24 @@ inline void tile_store(void* base, std::int64_t stride) {
   if constexpr (T == 3) asm volatile("tilestored %%tmm3, (%0,%1,1)" : : "r"(base), "r"(stride) : "memory");
 }
 
+/// The products a tile multiply takes: bf16 pairs into f32 sums (tdpbf16ps), or signed int8
+/// quads into int32 sums (tdpbssd). Either reads 16 rows of 64 bytes per operand tile.
+enum class Dots { kBf16, kInt8 };
+
 /// Sums tile 2i + j += A tile 4 + i (K, or P) times B tile 6 + j (the query, or V).
-template <int I, int J>
+template <int I, int J, Dots D>
 inline void tile_dot() {
-  if constexpr (I == 0 && J == 0) asm volatile("tdpbf16ps %%tmm6, %%tmm4, %%tmm0" ::: "memory");
-  if constexpr (I == 0 && J == 1) asm volatile("tdpbf16ps %%tmm7, %%tmm4, %%tmm1" ::: "memory");
-  if constexpr (I == 1 && J == 0) asm volatile("tdpbf16ps %%tmm6, %%tmm5, %%tmm2" ::: "memory");
-  if constexpr (I == 1 && J == 1) asm volatile("tdpbf16ps %%tmm7, %%tmm5, %%tmm3" ::: "memory");
+  if constexpr (D == Dots::kBf16) {
+    if constexpr (I == 0 && J == 0) asm volatile("tdpbf16ps %%tmm6, %%tmm4, %%tmm0" ::: "memory");
+    if constexpr (I == 0 && J == 1) asm volatile("tdpbf16ps %%tmm7, %%tmm4, %%tmm1" ::: "memory");
+    if constexpr (I == 1 && J == 0) asm volatile("tdpbf16ps %%tmm6, %%tmm5, %%tmm2" ::: "memory");
+    if constexpr (I == 1 && J == 1) asm volatile("tdpbf16ps %%tmm7, %%tmm5, %%tmm3" ::: "memory");
+  } else {
+    if constexpr (I == 0 && J == 0) asm volatile("tdpbssd %%tmm6, %%tmm4, %%tmm0" ::: "memory");
+    if constexpr (I == 0 && J == 1) asm volatile("tdpbssd %%tmm7, %%tmm4, %%tmm1" ::: "memory");
+    if constexpr (I == 1 && J == 0) asm volatile("tdpbssd %%tmm6, %%tmm5, %%tmm2" ::: "memory");
+    if constexpr (I == 1 && J == 1) asm volatile("tdpbssd %%tmm7, %%tmm5, %%tmm3" ::: "memory");
+  }
 }
 
 // A block of NI x NJ sum tiles (NI, NJ 1 or 2): sum tile 2i + j covers rows 16 i and columns 16 j
@@ -123,12 +140,12 @@ inline void block_store(float* c, std::int64_t ld) {
   if constexpr (NI == 2 && NJ == 2) tile_store<3>(c + 16 * ld + 16, ld * 4);
 }
 
-template <int NI, int NJ>
+template <int NI, int NJ, Dots D = Dots::kBf16>
 inline void block_dots() {
-  tile_dot<0, 0>();
-  if constexpr (NJ == 2) tile_dot<0, 1>();
-  if constexpr (NI == 2) tile_dot<1, 0>();
-  if constexpr (NI == 2 && NJ == 2) tile_dot<1, 1>();
+  tile_dot<0, 0, D>();
+  if constexpr (NJ == 2) tile_dot<0, 1, D>();
+  if constexpr (NI == 2) tile_dot<1, 0, D>();
+  if constexpr (NI == 2 && NJ == 2) tile_dot<1, 1, D>();
 }
 
 /// Whose rows amx_key_sums prefetches: with `on`, those of the 32 tokens after the block being
@@ -154,7 +171,7 @@ HWY_INLINE void prefetch_key_line(const AmxKeyPart& k, std::int64_t t, std::int6
 /// in order, stored at out + t * ldo + r. With pf.on, each chunk of a part prefetches its share
 /// of that part's 64-byte pieces of the 32 rows after the block, in address order: the rows'
 /// pieces one after the other, 32 of them per chunk.
-template <int NT, int NR>
+template <int NT, int NR, Dots D>
 void sums_block(const std::uint32_t* qp, std::int64_t ldq, const AmxKeyPart (&parts)[2], std::int64_t t0,
                 std::int64_t r0, const KeysAhead& pf, float* out, std::int64_t ldo) {
   block_zero<NT, NR>();
@@ -171,23 +188,23 @@ void sums_block(const std::uint32_t* qp, std::int64_t ldq, const AmxKeyPart (&pa
       if constexpr (NT == 2) tile_load<5>(a + 16 * k.row_bytes, k.row_bytes);
       tile_load<6>(b, ldq * 4);
       if constexpr (NR == 2) tile_load<7>(b + 16, ldq * 4);
-      block_dots<NT, NR>();
+      block_dots<NT, NR, D>();
     }
   block_store<NT, NR>(out + t0 * ldo + r0, ldo);
 }
 
 /// sums_block over every query row for the NT x 16 tokens from t0.
-template <int NT>
+template <int NT, Dots D>
 void token_block(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
                  std::int64_t t0, const KeysAhead& pf, float* out, std::int64_t ldo) {
   std::int64_t r0 = 0;
-  for (; r0 + 32 <= rows; r0 += 32) sums_block<NT, 2>(qp, ldq, parts, t0, r0, r0 == 0 ? pf : KeysAhead{}, out, ldo);
-  if (r0 < rows) sums_block<NT, 1>(qp, ldq, parts, t0, r0, r0 == 0 ? pf : KeysAhead{}, out, ldo);
+  for (; r0 + 32 <= rows; r0 += 32) sums_block<NT, 2, D>(qp, ldq, parts, t0, r0, r0 == 0 ? pf : KeysAhead{}, out, ldo);
+  if (r0 < rows) sums_block<NT, 1, D>(qp, ldq, parts, t0, r0, r0 == 0 ? pf : KeysAhead{}, out, ldo);
 }
 
 /// The output sums of NR x 16 rows from r0 and ND x 16 dims from d0 (amx_output_sums' layouts):
 /// the accumulators loaded, every chunk's pieces added in order, stored back.
-template <int NR, int ND>
+template <int NR, int ND, Dots D>
 void output_block(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piece_words, const std::uint32_t* vi,
                   std::int64_t vd, std::int64_t chunks, std::int64_t rows, std::int64_t r0, std::int64_t d0, float* acc,
                   std::int64_t ld) {
@@ -201,20 +218,66 @@ void output_block(const std::uint32_t* pa, std::int64_t pieces, std::int64_t pie
       const std::uint32_t* a = pa + piece * piece_words + (kk * rows + r0) * 16;
       tile_load<4>(a, 64);
       if constexpr (NR == 2) tile_load<5>(a + 16 * 16, 64);
-      block_dots<NR, ND>();
+      block_dots<NR, ND, D>();
     }
   }
   block_store<NR, ND>(c, ld);
 }
 
 /// output_block over every dim for the NR x 16 rows from r0.
-template <int NR>
+template <int NR, Dots D>
 void output_rows(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piece_words, const std::uint32_t* vi,
                  std::int64_t vd, std::int64_t chunks, std::int64_t rows, std::int64_t r0, float* acc,
                  std::int64_t ld) {
   std::int64_t d0 = 0;
-  for (; d0 + 32 <= vd; d0 += 32) output_block<NR, 2>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, d0, acc, ld);
-  if (d0 < vd) output_block<NR, 1>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, d0, acc, ld);
+  for (; d0 + 32 <= vd; d0 += 32) output_block<NR, 2, D>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, d0, acc, ld);
+  if (d0 < vd) output_block<NR, 1, D>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, d0, acc, ld);
+}
+
+/// amx_key_sums' work with the products D; out holds f32 sums (kBf16) or int32 ones (kInt8).
+template <Dots D>
+void key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
+              std::int64_t count, bool prefetch, float* out, std::int64_t ldo) {
+  assert(rows % 16 == 0 && rows <= ldq && parts[0].pairs % 16 == 0 && parts[1].pairs % 16 == 0);
+  const AmxTileSession session;
+  const KeysAhead pf{prefetch, count};
+  std::int64_t t = 0;
+  for (; t + 32 <= count; t += 32) token_block<2, D>(qp, ldq, rows, parts, t, pf, out, ldo);
+  if (t + 16 <= count) token_block<1, D>(qp, ldq, rows, parts, t, pf, out, ldo), t += 16;
+  if (t == count) return;
+  // The last count - t (< 16) tokens: their K rows copied into 16 zeroed rows, their sums taken
+  // there, as a whole tile's, and copied out.
+  const std::int64_t n = count - t;
+  thread_local std::vector<char> keys;
+  thread_local std::vector<float> sums;
+  std::int64_t key_bytes = 0;
+  for (const AmxKeyPart& k : parts) key_bytes += 16 * k.pairs * 4;
+  keys.assign(static_cast<std::size_t>(key_bytes), 0);
+  sums.resize(static_cast<std::size_t>(16 * rows));
+  AmxKeyPart tail[2];
+  char* dst = keys.data();
+  for (int i = 0; i < 2; ++i) {
+    const AmxKeyPart& k = parts[i];
+    tail[i] = {dst, k.pairs * 4, k.pairs, k.first, nullptr, 0, 0};
+    for (std::int64_t j = 0; j < n && k.pairs > 0; ++j)
+      std::memcpy(dst + j * k.pairs * 4, static_cast<const char*>(k.rows) + (t + j) * k.row_bytes,
+                  static_cast<std::size_t>(k.pairs * 4));
+    dst += 16 * k.pairs * 4;
+  }
+  token_block<1, D>(qp, ldq, rows, tail, 0, KeysAhead{}, sums.data(), rows);
+  for (std::int64_t j = 0; j < n; ++j)
+    std::copy(sums.data() + j * rows, sums.data() + (j + 1) * rows, out + (t + j) * ldo);
+}
+
+/// amx_output_sums' work with the products D; acc holds f32 sums (kBf16) or int32 ones (kInt8).
+template <Dots D>
+void output_sums(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piece_words, const std::uint32_t* vi,
+                 std::int64_t vd, std::int64_t chunks, std::int64_t rows, float* acc, std::int64_t ld) {
+  assert(vd % 16 == 0 && rows % 16 == 0 && vd <= ld);
+  const AmxTileSession session;
+  std::int64_t r0 = 0;
+  for (; r0 + 32 <= rows; r0 += 32) output_rows<2, D>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, acc, ld);
+  if (r0 < rows) output_rows<1, D>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, acc, ld);
 }
 
 #endif  // FIA_AMX_ASM
@@ -241,6 +304,15 @@ bool amx_bf16_supported() {
 
 bool amx_enabled() { return amx_setting_on() && amx_bf16_supported(); }
 
+bool amx_int8_supported() {
+#ifdef FIA_AMX_ASM
+  static const bool supported = cpu_has_amx_int8() && amx_bf16_supported();
+  return supported;
+#else
+  return false;
+#endif
+}
+
 bool amx_setting_on() { return amx_switch().on(true); }
 
 bool amx_setting_valid() { return amx_switch().valid(); }
@@ -265,35 +337,7 @@ AmxTileSession::~AmxTileSession() {
 void amx_key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, const AmxKeyPart (&parts)[2],
                   std::int64_t count, bool prefetch, float* out, std::int64_t ldo) {
 #ifdef FIA_AMX_ASM
-  assert(rows % 16 == 0 && rows <= ldq && parts[0].pairs % 16 == 0 && parts[1].pairs % 16 == 0);
-  const AmxTileSession session;
-  const KeysAhead pf{prefetch, count};
-  std::int64_t t = 0;
-  for (; t + 32 <= count; t += 32) token_block<2>(qp, ldq, rows, parts, t, pf, out, ldo);
-  if (t + 16 <= count) token_block<1>(qp, ldq, rows, parts, t, pf, out, ldo), t += 16;
-  if (t == count) return;
-  // The last count - t (< 16) tokens: their K rows copied into 16 zeroed rows, their sums taken
-  // there, as a whole tile's, and copied out.
-  const std::int64_t n = count - t;
-  thread_local std::vector<char> keys;
-  thread_local std::vector<float> sums;
-  std::int64_t key_bytes = 0;
-  for (const AmxKeyPart& k : parts) key_bytes += 16 * k.pairs * 4;
-  keys.assign(static_cast<std::size_t>(key_bytes), 0);
-  sums.resize(static_cast<std::size_t>(16 * rows));
-  AmxKeyPart tail[2];
-  char* dst = keys.data();
-  for (int i = 0; i < 2; ++i) {
-    const AmxKeyPart& k = parts[i];
-    tail[i] = {dst, k.pairs * 4, k.pairs, k.first, nullptr, 0, 0};
-    for (std::int64_t j = 0; j < n && k.pairs > 0; ++j)
-      std::memcpy(dst + j * k.pairs * 4, static_cast<const char*>(k.rows) + (t + j) * k.row_bytes,
-                  static_cast<std::size_t>(k.pairs * 4));
-    dst += 16 * k.pairs * 4;
-  }
-  token_block<1>(qp, ldq, rows, tail, 0, KeysAhead{}, sums.data(), rows);
-  for (std::int64_t j = 0; j < n; ++j)
-    std::copy(sums.data() + j * rows, sums.data() + (j + 1) * rows, out + (t + j) * ldo);
+  key_sums<Dots::kBf16>(qp, ldq, rows, parts, count, prefetch, out, ldo);
 #else
   (void)qp, (void)ldq, (void)rows, (void)parts, (void)count, (void)prefetch, (void)out, (void)ldo;
 #endif
@@ -302,13 +346,30 @@ void amx_key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, 
 void amx_output_sums(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piece_words, const std::uint32_t* vi,
                      std::int64_t vd, std::int64_t chunks, std::int64_t rows, float* acc, std::int64_t ld) {
 #ifdef FIA_AMX_ASM
-  assert(vd % 16 == 0 && rows % 16 == 0 && vd <= ld);
-  const AmxTileSession session;
-  std::int64_t r0 = 0;
-  for (; r0 + 32 <= rows; r0 += 32) output_rows<2>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, acc, ld);
-  if (r0 < rows) output_rows<1>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, acc, ld);
+  output_sums<Dots::kBf16>(pa, pieces, piece_words, vi, vd, chunks, rows, acc, ld);
 #else
   (void)pa, (void)pieces, (void)piece_words, (void)vi, (void)vd, (void)chunks, (void)rows, (void)acc, (void)ld;
+#endif
+}
+
+void amx_int8_key_sums(const std::int32_t* qq, std::int64_t ldq, std::int64_t rows, const AmxKeyPart& keys,
+                       std::int64_t count, std::int32_t* out, std::int64_t ldo) {
+#ifdef FIA_AMX_ASM
+  const AmxKeyPart parts[2] = {keys, AmxKeyPart{}};
+  key_sums<Dots::kInt8>(reinterpret_cast<const std::uint32_t*>(qq), ldq, rows, parts, count, false,
+                        reinterpret_cast<float*>(out), ldo);
+#else
+  (void)qq, (void)ldq, (void)rows, (void)keys, (void)count, (void)out, (void)ldo;
+#endif
+}
+
+void amx_int8_output_sums(const std::int32_t* pa, const std::int32_t* vq, std::int64_t vd, std::int64_t chunks,
+                          std::int64_t rows, std::int32_t* acc, std::int64_t ld) {
+#ifdef FIA_AMX_ASM
+  output_sums<Dots::kInt8>(reinterpret_cast<const std::uint32_t*>(pa), 1, 0, reinterpret_cast<const std::uint32_t*>(vq),
+                           vd, chunks, rows, reinterpret_cast<float*>(acc), ld);
+#else
+  (void)pa, (void)vq, (void)vd, (void)chunks, (void)rows, (void)acc, (void)ld;
 #endif
 }
 

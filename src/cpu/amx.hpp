@@ -25,6 +25,10 @@ bool amx_bf16_supported();
 /// then amx_bf16_supported().
 bool amx_enabled();
 
+/// True when the CPU has AMX-INT8 too (CPUID AMX-INT8) and amx_bf16_supported(). The int8
+/// full-quant prefill (cpu/full_quant.cpp) takes the tiles where this and amx_setting_on() hold.
+bool amx_int8_supported();
+
 /// True unless the setting forbids the tiles (FIA_AMX=0, set_amx(false)); asks Linux nothing.
 bool amx_setting_on();
 
@@ -88,6 +92,25 @@ void amx_key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, 
 /// only where amx_bf16_supported().
 void amx_output_sums(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piece_words, const std::uint32_t* vi,
                      std::int64_t vd, std::int64_t chunks, std::int64_t rows, float* acc, std::int64_t ld);
+
+/// amx_key_sums of int8 rows (tdpbssd): out[t * ldo + r] = the exact int32 dot product of query
+/// row r with token t's K row over keys.pairs quads of dims (4 signed bytes each, a multiple of
+/// 16), for t < count and r < rows (a multiple of 16, at most ldq): qq holds query row r's quad k
+/// (dim 4k in the low byte) at qq[k * ldq + r]; K rows are read where they are stored (keys.rows,
+/// keys.row_bytes apart), the last count % 16 through a zero-padded tile. keys.first and the
+/// prefetch fields are ignored. FIA-SPEC 13.1 ("exact integer matmul"). Call only where
+/// amx_int8_supported().
+void amx_int8_key_sums(const std::int32_t* qq, std::int64_t ldq, std::int64_t rows, const AmxKeyPart& keys,
+                       std::int64_t count, std::int32_t* out, std::int64_t ldo);
+
+/// amx_output_sums of int8 P and V (tdpbssd, one piece): acc[r * ld + d] += the exact int32 sum
+/// over the chunks' tokens of P[r][t] * V[t][d], for r < rows and d < vd (both multiples of 16,
+/// vd <= ld). pa holds P's quads, chunk kk's quad j for row r (tokens 64 kk + 4j .. + 3, the first
+/// in the low byte) at pa[(kk * rows + r) * 16 + j]; vq holds V's rows in token quads, word
+/// vq[k * vd + d] dim d of tokens 4k .. 4k + 3. FIA-SPEC 13.1. Call only where
+/// amx_int8_supported().
+void amx_int8_output_sums(const std::int32_t* pa, const std::int32_t* vq, std::int64_t vd, std::int64_t chunks,
+                          std::int64_t rows, std::int32_t* acc, std::int64_t ld);
 
 /// For fia bench's AMX peak probe: 4 x `iters` tdpbf16ps on register-resident tiles (two K and
 /// two query tiles of bf16 values of mixed signs and mantissas, loaded once, into four sums), on

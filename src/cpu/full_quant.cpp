@@ -21,6 +21,7 @@
 #include <sys/sysctl.h>
 #endif
 
+#include "cpu/amx.hpp"
 #include "cpu/full_quant.hpp"
 #include "cpu/full_quant_layout.hpp"
 #include "cpu/item_common.hpp"
@@ -48,7 +49,8 @@ using fq::up;
 /// target's int32 lanes (at most kRowsPad); strides below are the running target's.
 struct Buffers {
   std::int32_t* q;    // (D / G) x Rp: query groups, transposed
-  std::byte* k;       // kKTile rows of K groups (int16 pairs, or bytes offset by 128)
+  std::byte* k;       // kKTile rows of K groups (int16 pairs, or bytes offset by 128); with AMX
+                      // tiles, a 64-token tile of P quads as their A operand (Rp x 16 int32)
   float* s;           // chunk x Rp: the chunk's fp16 scores, column-major (-inf: excluded)
   std::int32_t* p;    // (chunk / G) x Rp: P groups of columns (G c, ..., G c + G - 1)
   std::int32_t* v;    // (kVTile / G) x VDp: V groups of rows
@@ -99,8 +101,9 @@ HWY_INLINE VF clamp_f16(DF df, VF x) {
 }
 
 /// The fp16 scores of every packed row over columns [cb, cb + nc) of a chunk, column-major in
-/// bf.s, with masks, band and pse applied (excluded: -inf).
-template <int G>
+/// bf.s, with masks, band and pse applied (excluded: -inf). kTiles: the int32 sums from AMX tiles,
+/// K rows read where they are stored (the same exact integers: no 128 offset to take out).
+template <int G, bool kTiles>
 void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::int64_t Rp, std::int64_t cb,
                   std::int64_t nc) {
   const DF df;
@@ -108,7 +111,13 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
   const std::int64_t R = packed_rows(it), D = p.qk_dim, Dg = up(D, G), L = static_cast<std::int64_t>(hn::Lanes(df));
   const std::int64_t krow = G == 2 ? 2 * Dg : Dg, groups = Dg / G;
   auto* raw = reinterpret_cast<std::int32_t*>(bf.s);  // int32 sums, turned into scores in place
-  for (std::int64_t t0 = 0; t0 < nc; t0 += kKTile) {
+  if constexpr (kTiles) {
+    for_each_run(p, it.b, it.h, cb, nc, KvParts::kKeys, [&](std::int64_t c, const KvRun& run) {
+      const AmxKeyPart keys{run.key, run.key_stride, D / 4, 0, nullptr, 0, 0};
+      amx_int8_key_sums(bf.q, Rp, Rp, keys, run.count, raw + c * Rp, Rp);
+    });
+  }
+  for (std::int64_t t0 = 0; t0 < nc && !kTiles; t0 += kKTile) {
     const std::int64_t n = std::min(kKTile, nc - t0);
     fq::each_kv_row(p, it, false, cb + t0, n,
                     [&](std::int64_t c, const std::int8_t* row) { convert_key_row<G>(row, D, Dg, bf.k + c * krow); });
@@ -118,7 +127,7 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
   for (std::int64_t c = 0; c < nc; ++c)
     for (std::int64_t r0 = 0; r0 < Rp; r0 += L) {
       VI x = hn::LoadU(di, raw + c * Rp + r0);
-      if constexpr (G == 4) x = hn::Sub(x, hn::ShiftLeft<7>(hn::LoadU(di, bf.qsum + r0)));  // the 128 offset
+      if constexpr (G == 4 && !kTiles) x = hn::Sub(x, hn::ShiftLeft<7>(hn::LoadU(di, bf.qsum + r0)));  // the 128 offset
       const VF a = clamp_f16(df, hn::Mul(hn::ConvertTo(df, x), dq));
       hn::StoreU(clamp_f16(df, hn::Mul(a, sc)), df, bf.s + c * Rp + r0);
     }
@@ -180,7 +189,7 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
   }
 }
 
-template <int G>
+template <int G, bool kTiles = false>
 void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
   Buffers bf;
   buffer_bytes(p.qk_dim, p.v_dim, &bf, reinterpret_cast<std::byte*>(scratch));
@@ -209,7 +218,7 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
   for (std::int64_t k = it.col_begin / kFullQuantChunk; k * kFullQuantChunk < it.col_end; ++k) {
     const std::int64_t cb = std::max(it.col_begin, k * kFullQuantChunk);
     const std::int64_t nc = std::min(it.col_end, (k + 1) * kFullQuantChunk) - cb;
-    chunk_scores<G>(p, it, bf, Rp, cb, nc);
+    chunk_scores<G, kTiles>(p, it, bf, Rp, cb, nc);
     chunk_softmax<G>(p, bf, Rp, nc);
     for (std::int64_t r = 0; r < R; ++r) {  // l and the rescaling factor as the reference forms them
       if (bf.hit[r] == 0.0f) continue;
@@ -219,7 +228,11 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
       bf.alpha[r] = round_to_f16(static_cast<float>(alpha));
       bf.m[r] = m_new;
     }
-    pv_chunk<G>(p, it, bf.p, Rp, bf.v, bf.acc, R, VDp, cb, nc);
+#if FIA_FULL_QUANT_TILES
+    if constexpr (kTiles) pv_chunk_tiles(p, it, bf.p, Rp, bf.v, reinterpret_cast<std::int32_t*>(bf.k), bf.acc, VDp, cb, nc);
+    else
+#endif
+      pv_chunk<G>(p, it, bf.p, Rp, bf.v, bf.acc, R, VDp, cb, nc);
     // Fold the chunk into the outputs: the first visible chunk in fp32, later ones as fp16
     // partials with fp16 accumulation (13.1).
     for (std::int64_t r = 0; r < R; ++r) {
@@ -227,7 +240,7 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
       float* o = bf.o + r * VDp;
       const bool first = bf.seen[r] == 0.0f;
       const VF alpha = hn::Set(df, bf.alpha[r]);
-      const VI offset = hn::Set(di, G == 4 ? 128 * bf.psum[r] : 0);  // V's 128 offset times sum P
+      const VI offset = hn::Set(di, G == 4 && !kTiles ? 128 * bf.psum[r] : 0);  // V's 128 offset times sum P
       for (std::int64_t d = 0; d < VDp; d += L) {
         const VF oj = hn::Mul(hn::ConvertTo(df, hn::Sub(hn::LoadU(di, bf.acc + r * VDp + d), offset)), dq2);
         hn::StoreU(first ? oj : clamp_f16(df, hn::Add(hn::Mul(hn::LoadU(df, o + d), alpha), clamp_f16(df, oj))), df,
@@ -249,6 +262,12 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
 }
 
 void FullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
+#if FIA_FULL_QUANT_TILES
+  if (full_quant_tiles(p)) {
+    const AmxTileSession tiles;  // configured once for the item's many tile calls
+    return full_quant_item_groups<4, true>(p, it, scratch, dst);
+  }
+#endif
 #if FIA_FULL_QUANT_QUADS
   static const bool byte_dots = cpu_has_byte_dots(HWY_TARGET != HWY_AVX2);
   if (byte_dots && byte_quads_allowed()) return full_quant_item_groups<4>(p, it, scratch, dst);

@@ -13,9 +13,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
+#include "cpu/amx.hpp"
 #include "cpu/full_quant_layout.hpp"
 #include "cpu/registers-inl.h"
+#include "cpu/transpose-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
@@ -111,6 +115,75 @@ void pv_chunk(const Problem& p, const WorkItem& it, const std::int32_t* pg, std:
     }
   }
 }
+
+#undef FIA_FULL_QUANT_TILES
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define FIA_FULL_QUANT_TILES 1
+
+/// True when the int8 full-quant products of `p` take AMX-INT8 tiles on this AVX-512 target:
+/// planned where they are taken (Problem::amx, cpu/amx.hpp amx_int8_supported()), K rows of whole
+/// 64-byte tile rows and V dims in whole tiles of 16. The tiles' products are the exact int32 ones
+/// of the byte quads, so the results keep their bits.
+HWY_INLINE bool full_quant_tiles(const Problem& p) {
+  return p.amx && p.full_quant.on && p.qk_dim % 64 == 0 && p.v_dim % 16 == 0;
+}
+
+/// pv_chunk on AMX tiles (tdpbssd, signed bytes: V without the 128 offset): for each tile of 64
+/// columns, V's rows in token quads in vbuf (16 x VDp int32: four rows' bytes of a dim widened
+/// into one word each, no read-modify-write), the tile's P quads transposed into pa (Rp x 16
+/// int32, the tiles' A operand; quads past the chunk 0), and amx_int8_output_sums adding their
+/// exact products to acc (all Rp rows, VDp columns: padding rows and columns take zeros or are
+/// never read).
+inline void pv_chunk_tiles(const Problem& p, const WorkItem& it, const std::int32_t* pg, std::int64_t Rp,
+                           std::int32_t* vbuf, std::int32_t* pa, std::int32_t* acc, std::int64_t VDp, std::int64_t cb,
+                           std::int64_t nc) {
+  const hn::ScalableTag<std::uint32_t> du;
+  const hn::Rebind<std::uint8_t, decltype(du)> d8;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(du)), VD = p.v_dim;
+  // The tile's V rows where they are stored, or copied where an NZ cache's are (each_kv_row hands
+  // them out copied, valid until its next run); rows past the chunk read zeros.
+  thread_local std::vector<std::int8_t> copies;
+  copies.assign(static_cast<std::size_t>((fq::kVTile + 1) * VD), 0);
+  const std::int8_t* zeros = copies.data() + fq::kVTile * VD;
+  std::fill(acc, acc + Rp * VDp, 0);
+  const std::int8_t* rows[fq::kVTile];
+  for (std::int64_t v0 = 0; v0 < nc; v0 += fq::kVTile) {
+    const std::int64_t n = std::min(fq::kVTile, nc - v0), quads = (n + 3) / 4;
+    bool tiled = false;
+    for_each_run<false>(p, it.b, it.h, cb + v0, n, KvParts::kValues,
+                        [&](std::int64_t, const KvRun& run) { tiled = tiled || run.tiled(); });
+    std::fill(rows + n, rows + fq::kVTile, zeros);
+    fq::each_kv_row(p, it, true, cb + v0, n, [&](std::int64_t c, const std::int8_t* row) {
+      if (tiled) rows[c] = static_cast<const std::int8_t*>(std::memcpy(copies.data() + c * VD, row, static_cast<std::size_t>(VD)));
+      else rows[c] = row;
+    });
+    for (std::int64_t k = 0; k < quads; ++k) {
+      const auto* r0 = reinterpret_cast<const std::uint8_t*>(rows[4 * k]);
+      const auto* r1 = reinterpret_cast<const std::uint8_t*>(rows[4 * k + 1]);
+      const auto* r2 = reinterpret_cast<const std::uint8_t*>(rows[4 * k + 2]);
+      const auto* r3 = reinterpret_cast<const std::uint8_t*>(rows[4 * k + 3]);
+      auto* dst = reinterpret_cast<std::uint32_t*>(vbuf + k * VDp);
+      for (std::int64_t d = 0; d < VD; d += L) {
+        const auto w01 = hn::Or(hn::PromoteTo(du, hn::LoadU(d8, r0 + d)), hn::ShiftLeft<8>(hn::PromoteTo(du, hn::LoadU(d8, r1 + d))));
+        const auto w23 = hn::Or(hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d8, r2 + d))),
+                                hn::ShiftLeft<24>(hn::PromoteTo(du, hn::LoadU(d8, r3 + d))));
+        hn::StoreU(hn::Or(w01, w23), du, dst + d);
+      }
+      std::fill(dst + VD, dst + VDp, 0u);
+    }
+    const std::int32_t* q = pg + v0 / 4 * Rp;  // the tile's quads, quad j of row r at q[j * Rp + r]
+    if (quads == 16) {
+      for (std::int64_t r = 0; r < Rp; r += 8)
+        for (std::int64_t j = 0; j < 16; j += 8)
+          transpose_8x8(reinterpret_cast<const float*>(q + j * Rp + r), Rp, reinterpret_cast<float*>(pa + r * 16 + j), 16);
+    } else {
+      for (std::int64_t r = 0; r < Rp; ++r)
+        for (std::int64_t j = 0; j < 16; ++j) pa[r * 16 + j] = j < quads ? q[j * Rp + r] : 0;
+    }
+    amx_int8_output_sums(pa, vbuf, VDp, 1, Rp, acc, VDp);
+  }
+}
+#endif  // FIA_FULL_QUANT_TILES
 
 }  // namespace fia::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();

@@ -1,0 +1,68 @@
+// AMX-INT8 tiles in the int8 full-quant prefill (cpu/full_quant_tiles-inl.h, FIA-SPEC 13.1): the
+// tiles multiply signed bytes exactly into int32 sums, as the byte quads (VNNI) do, so a call
+// gives the same bytes with the tiles as without. Checked around every tile edge: keys around 16
+// (a K tile), 64 (a V tile) and 1024 (a chunk), packed rows around 16 and up to 32, head dims of
+// one to three 64-byte tile rows, V dims of one or more 16-dim tiles, masks, pse, paged caches,
+// int8 and fp16 outputs, and the extreme byte -128.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "cpu/amx.hpp"
+#include "support/call_builder.hpp"
+#include "support/full_quant_builder.hpp"
+
+namespace fia::test {
+namespace {
+
+/// Sets every 7th element of an INT8 tensor to -128 (the builder draws from [-127, 127]).
+void put_extremes(const TensorView& t) {
+  auto* x = static_cast<std::int8_t*>(const_cast<void*>(t.data));
+  for (std::int64_t k = 0; k < t.numel(); k += 7) x[k] = -128;
+}
+
+TEST(FullQuantTiles, SameBytesAsTheByteQuads) {
+  if (!detail::amx_int8_supported()) GTEST_SKIP() << "the CPU has no AMX-INT8 tiles";
+  int variant = 0;
+  for (std::int64_t d : {64, 128, 192})
+    for (std::int64_t kv : {1, 15, 16, 17, 63, 64, 65, 1023, 1024, 1025, 2049}) {
+      FullQuantSpec fs;
+      CallSpec& s = fs.spec;
+      const char* layouts[] = {"BSND", "BNSD", "BSH"};
+      s.layout = layouts[variant % 3];
+      s.batch = 2;
+      s.num_heads = 8;
+      s.num_kv_heads = variant % 2 ? 1 : 4;  // 8 or 2 query heads per KV head: packed rows up to 32
+      s.q_seq = 1 + variant % 7;
+      s.kv_seq = kv;
+      s.qk_dim = d;
+      s.v_dim = variant % 4 == 2 ? 48 : d;
+      s.act_kv = std::vector<std::int64_t>{kv, std::max<std::int64_t>(1, kv - variant % 5)};
+      s.lse = true;
+      if (variant % 3 == 1 && s.q_seq <= kv) s.sparse_mode = 3, s.mask = MaskKind::kCompressed;
+      if (variant % 5 == 2) s.mask = MaskKind::kFull, s.mask_density = 0.3;
+      s.pse = variant % 4 == 1;
+      if (variant % 6 == 5) s.storage = KvStorage::kPaged, s.block_size = 16, s.paged_bnbsd = variant % 4 == 1;
+      fs.int8_out = variant % 2 == 0 && s.v_dim == d;  // post-quant needs equal head dims
+      FullQuantCall call = build_full_quant_call(fs, 500 + variant);
+      put_extremes(call.call.args.query);
+      put_extremes(call.call.args.key[0]);
+      put_extremes(call.call.args.value[0]);
+      detail::set_amx(true);
+      const Outputs tiles = run_full_quant(call.call.args, Backend::kCpu, 2);
+      detail::set_amx(false);
+      const Outputs quads = run_full_quant(call.call.args, Backend::kCpu, 2);
+      const std::string what = std::string(s.layout) + " D " + std::to_string(d) + " kv " + std::to_string(kv) +
+                               " variant " + std::to_string(variant);
+      EXPECT_EQ(tiles.attention_out.bytes, quads.attention_out.bytes) << what;
+      EXPECT_EQ(tiles.softmax_lse.bytes, quads.softmax_lse.bytes) << what;
+      ++variant;
+    }
+  detail::reset_amx();
+  EXPECT_EQ(variant, 33);
+}
+
+}  // namespace
+}  // namespace fia::test
