@@ -332,6 +332,14 @@ double bf16_dot_peak_round(int threads) {
   });
 }
 
+double amx_int8_peak_round(int threads) {
+  if (!detail::amx_setting_on() || !detail::amx_int8_supported()) return 0.0;
+  return peak_round<std::int32_t>(threads, [](std::int64_t iters, int, std::int32_t* sink) {
+    *sink = 0;
+    return detail::amx_int8_products(iters / 32);
+  });
+}
+
 double amx_bf16_peak_round(int threads) {
   if (!detail::amx_enabled()) return 0.0;
   return peak_round<float>(threads, [](std::int64_t iters, int, float* sink) {

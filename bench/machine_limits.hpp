@@ -75,6 +75,13 @@ double bf16_dot_peak_round(int threads);
 /// whose Q·Kᵀ runs on them judge those FLOPs against it (Workload::tile_flops_per_call).
 double amx_bf16_peak_round(int threads);
 
+/// One round of the AMX-INT8 peak in operations/s (2 per multiply-add): `threads` workers running
+/// tdpbssd on register-resident tiles (detail::amx_int8_products), about as long as
+/// fma_peak_round; 0 where the CPU has no AMX-INT8 or FIA_AMX=0 forbids the tiles. Int8 full-quant
+/// workloads whose products take the tiles (Workload::int8_tiles) are judged against it instead of
+/// int8_peak_round.
+double amx_int8_peak_round(int threads);
+
 /// Bytes of the last-level cache (Linux: sysfs, then sysconf; macOS: sysctl hw.l3cachesize, else
 /// at least 32 MiB from hw.l2cachesize; else 32 MiB).
 long last_level_cache_bytes();

@@ -30,6 +30,7 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
   m.bytes_per_call = w.bytes_per_call;
   m.flops_per_call = w.flops_per_call;
   m.int8_products = w.int8_products;
+  m.int8_tiles = w.int8_tiles && probes.amx_int8_peak != nullptr;
   m.dot_flops_per_call = w.dot_flops_per_call;
   m.tile_flops_per_call = w.tile_flops_per_call;
   auto fail = [&m](const Status& s) {
@@ -61,7 +62,8 @@ Measurement measure(Workload& w, const Options& options, int repeat, const Limit
   }
   std::vector<double> times;
   std::vector<double>& bandwidth = m.bandwidth_rounds;
-  const std::function<double()>& compute_probe = w.int8_products ? probes.int8_peak : probes.fma_peak;
+  const std::function<double()>& compute_probe =
+      m.int8_tiles ? probes.amx_int8_peak : w.int8_products ? probes.int8_peak : probes.fma_peak;
   std::vector<double>& compute = w.int8_products ? m.int8_rounds : m.peak_rounds;
   int rounds = 0;
   // A round leaves the caches holding the probe's buffer; a decode call is short enough for that

@@ -44,6 +44,7 @@ struct LimitProbes {
   std::function<double(const std::vector<ByteRange>&)> read_ranges;
   std::function<double()> bf16_dot_peak;
   std::function<double()> amx_peak;
+  std::function<double()> amx_int8_peak;  ///< taken instead of int8_peak by Workload::int8_tiles
 };
 
 struct Measurement {
@@ -56,6 +57,7 @@ struct Measurement {
   double flops_per_call = 0.0;  ///< Workload::flops_per_call
   double rate = 0.0;        ///< decode: bytes_per_call / median_s; prefill: FLOP / s
   bool int8_products = false;  ///< Workload::int8_products: judged against int8_peak, not fma_peak
+  bool int8_tiles = false;     ///< Workload::int8_tiles: int8_peak holds AMX-INT8 rounds (amx_int8_peak)
   double dot_flops_per_call = 0.0;  ///< Workload::dot_flops_per_call
   double tile_flops_per_call = 0.0;  ///< Workload::tile_flops_per_call
   /// the rounds taken between the calls

@@ -250,6 +250,9 @@ bool describe_work(Workload& w) {
   w.bytes_per_call = bytes_read(p);
   w.values_are_keys = p.values_are_keys;
   w.int8_products = p.full_quant.on;
+  detail::Problem planned = p;
+  detail::read_kernel_settings(&planned);  // as plan() does
+  w.int8_tiles = detail::full_quant_tiles(planned);
   // QK over QK_D + rope (MLA: 512 + 64), PV over V_D; 2 FLOPs per multiply-add.
   w.flops_per_call = 2.0 * static_cast<double>(p.num_heads) * cells * static_cast<double>(p.qk_dim + p.rope_dim + p.v_dim) *
                      (causal ? 0.5 : 1.0);

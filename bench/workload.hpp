@@ -42,6 +42,9 @@ struct Workload {
   /// int8 full quantization (FIA-SPEC 13.1): integer products, judged against the int8
   /// multiply-add peak instead of the fp32 one
   bool int8_products = false;
+  /// Of those, products that run on AMX-INT8 tiles (detail::full_quant_tiles as a plan made now
+  /// would take them): judged against the AMX-INT8 peak instead of the byte quads'.
+  bool int8_tiles = false;
   /// Of flops_per_call, those the kernels run as bf16 dot products (bf16 query and K/V on an
   /// AVX-512 CPU with them: Q·Kᵀ of wide items, in place or not, and their P·V where P is E
   /// rounded to bf16; cpu/bf16_dots-inl.h), by the items' shares of the cells, judged

@@ -373,6 +373,22 @@ void amx_int8_output_sums(const std::int32_t* pa, const std::int32_t* vq, std::i
 #endif
 }
 
+double amx_int8_products(std::int64_t iters) {
+#ifdef FIA_AMX_ASM
+  if (!amx_int8_supported()) return 0.0;
+  const AmxTileSession session;
+  std::int8_t operand[16 * 64];  // bytes of both signs and many magnitudes
+  for (int i = 0; i < 16 * 64; ++i) operand[i] = static_cast<std::int8_t>((i * 37) % 255 - 127);
+  tile_load<4>(operand, 64), tile_load<5>(operand, 64), tile_load<6>(operand, 64), tile_load<7>(operand, 64);
+  block_zero<2, 2>();
+  for (std::int64_t i = 0; i < iters; ++i) block_dots<2, 2, Dots::kInt8>();
+  return 4.0 * 2.0 * 16 * 16 * 64 * static_cast<double>(iters);
+#else
+  (void)iters;
+  return 0.0;
+#endif
+}
+
 double amx_bf16_products(std::int64_t iters) {
 #ifdef FIA_AMX_ASM
   if (!amx_bf16_supported()) return 0.0;

@@ -112,6 +112,11 @@ void amx_int8_key_sums(const std::int32_t* qq, std::int64_t ldq, std::int64_t ro
 void amx_int8_output_sums(const std::int32_t* pa, const std::int32_t* vq, std::int64_t vd, std::int64_t chunks,
                           std::int64_t rows, std::int32_t* acc, std::int64_t ld);
 
+/// For fia bench's AMX-INT8 peak probe: 4 x `iters` tdpbssd on register-resident tiles (bytes of
+/// both signs and many magnitudes), on the calling thread; returns their operations (2 per
+/// multiply-add), 0 where !amx_int8_supported().
+double amx_int8_products(std::int64_t iters);
+
 /// For fia bench's AMX peak probe: 4 x `iters` tdpbf16ps on register-resident tiles (two K and
 /// two query tiles of bf16 values of mixed signs and mantissas, loaded once, into four sums), on
 /// the calling thread; returns their FLOPs (2 per multiply-add), 0 where !amx_bf16_supported().

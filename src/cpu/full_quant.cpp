@@ -261,6 +261,14 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
   }
 }
 
+bool TakesInt8Tiles() {
+#if FIA_FULL_QUANT_TILES
+  return true;
+#else
+  return false;
+#endif
+}
+
 void FullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
 #if FIA_FULL_QUANT_TILES
   if (full_quant_tiles(p)) {
@@ -282,6 +290,7 @@ HWY_AFTER_NAMESPACE();
 namespace fia::detail {
 
 HWY_EXPORT(FullQuantItem);
+HWY_EXPORT(TakesInt8Tiles);
 
 namespace {
 std::atomic<bool> g_byte_quads{true};
@@ -308,6 +317,8 @@ bool cpu_has_byte_dots(bool avx512) {
   return false;
 #endif
 }
+
+bool kernel_isa_takes_int8_tiles() { return HWY_DYNAMIC_DISPATCH(TakesInt8Tiles)(); }
 
 bool byte_quads_allowed() { return g_byte_quads.load(std::memory_order_relaxed); }
 void allow_byte_quads(bool allowed) { g_byte_quads.store(allowed, std::memory_order_relaxed); }

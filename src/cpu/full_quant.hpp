@@ -1,6 +1,7 @@
 // The cpu backend's int8 full-quantization pipeline (FIA-SPEC 13.1): the steps of
 // reference/full_quant.cpp with exact int32 products on 16-bit multiply-add instructions
-// (vpmaddwd on x86, smlal on Arm) and the fp16 roundings in SIMD.
+// (vpmaddwd on x86, smlal on Arm), byte quads (VNNI, I8MM) or AMX-INT8 tiles, and the fp16
+// roundings in SIMD.
 //
 // An item is query rows [row_begin, row_end) of batch b with the query heads head0 .. head0 +
 // heads of KV head h, packed as in WorkItem. Per 1024-key chunk it forms the scores of all packed
@@ -31,6 +32,11 @@ void full_quant_item(const Problem& p, const WorkItem& item, float* scratch, con
 /// Results are identical either way (both are exact).
 bool byte_quads_allowed();
 void allow_byte_quads(bool allowed);
+
+/// Whether the running instruction set's full-quant kernel can take AMX-INT8 tiles (its AVX-512
+/// targets); read_kernel_settings (cpu/isa.hpp) plans them with it (Problem::amx,
+/// full_quant_tiles).
+bool kernel_isa_takes_int8_tiles();
 
 /// Whether the CPU has the byte-quad dot product: AVX-512 VNNI (`avx512`) or AVX-VNNI (for AVX2)
 /// on x86, I8MM (usdot) on Arm.

@@ -120,14 +120,6 @@ void pv_chunk(const Problem& p, const WorkItem& it, const std::int32_t* pg, std:
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 #define FIA_FULL_QUANT_TILES 1
 
-/// True when the int8 full-quant products of `p` take AMX-INT8 tiles on this AVX-512 target:
-/// planned where they are taken (Problem::amx, cpu/amx.hpp amx_int8_supported()), K rows of whole
-/// 64-byte tile rows and V dims in whole tiles of 16. The tiles' products are the exact int32 ones
-/// of the byte quads, so the results keep their bits.
-HWY_INLINE bool full_quant_tiles(const Problem& p) {
-  return p.amx && p.full_quant.on && p.qk_dim % 64 == 0 && p.v_dim % 16 == 0;
-}
-
 /// pv_chunk on AMX tiles (tdpbssd, signed bytes: V without the 128 offset): for each tile of 64
 /// columns, V's rows in token quads in vbuf (16 x VDp int32: four rows' bytes of a dim widened
 /// into one word each, no read-modify-write), the tile's P quads transposed into pa (Rp x 16

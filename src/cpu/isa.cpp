@@ -2,6 +2,7 @@
 
 #include "cpu/amx.hpp"
 #include "cpu/attention_item.hpp"
+#include "cpu/full_quant.hpp"
 #include "cpu/env_switch.hpp"
 #include "problem/problem.hpp"
 
@@ -80,7 +81,7 @@ void reset_bf16_dots() { bf16_dots_switch().reset(); }
 
 void read_kernel_settings(Problem* p) {
   p->bf16_dots = bf16_dots_enabled();
-  p->amx = p->full_quant.on ? amx_setting_on() && amx_int8_supported()
+  p->amx = p->full_quant.on ? amx_setting_on() && amx_int8_supported() && kernel_isa_takes_int8_tiles()
                             : bf16_key_rows(*p) && kernel_isa_has_bf16_dots() && amx_enabled();
 }
 

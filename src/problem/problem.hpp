@@ -256,7 +256,8 @@ struct Problem {
   /// Set by plan(): the kernels may take bf16 dot products (cpu/isa.hpp bf16_dots_enabled() at
   /// plan time), so that a plan computes one way however the switch changes while it runs.
   bool bf16_dots = false;
-  /// Set by plan(): the kernels may take AMX tiles (cpu/amx.hpp amx_enabled() at plan time).
+  /// Set by plan(): the kernels may take AMX tiles (cpu/amx.hpp amx_enabled() at plan time; int8
+  /// full quant: AMX-INT8, cpu/isa.cpp read_kernel_settings).
   bool amx = false;
 
   /// FIA-SPEC 19: the query is empty; nothing was validated and nothing is computed. out_shape is
@@ -347,6 +348,15 @@ inline bool amx_wide_keys(const Problem& p) {
 /// bf16_key_dots, with key and rope dims in whole pairs.
 inline bool bf16_wide_key_dots(const Problem& p) {
   return bf16_key_dots(p) && p.qk_dim % 2 == 0 && p.rope_dim % 2 == 0;
+}
+
+/// True when the int8 full-quant products of `p` (FIA-SPEC 13.1) take AMX-INT8 tiles
+/// (cpu/full_quant_tiles-inl.h): planned where they are taken (Problem::amx: the CPU has them, the
+/// setting allows them, the kernels' instruction set is AVX-512), K rows in whole 64-byte tile rows
+/// and V dims in whole tiles of 16. The tiles' products are the exact int32 ones of the byte quads,
+/// so the results keep their bytes.
+inline bool full_quant_tiles(const Problem& p) {
+  return p.amx && p.full_quant.on && p.qk_dim % 64 == 0 && p.v_dim % 16 == 0;
 }
 
 /// True when P·V of the wide items of `p` that do not run in place takes AMX tiles

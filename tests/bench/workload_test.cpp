@@ -337,7 +337,7 @@ TEST(BenchRoofline, EachShapeIsJudgedAgainstProbeRoundsTakenBetweenItsCalls) {
                               order += 'p';
                               return next += 10e9;  // 10, 20, ... GB/s: the median is the 4th of 6
                             },
-                            [] { return 1e18; }, 6, nullptr, nullptr, nullptr, nullptr};
+                            [] { return 1e18; }, 6, nullptr, nullptr, nullptr, nullptr, nullptr};
   Options opt;
   opt.threads = 1;
   opt.backend = Backend::kCpu;
@@ -388,7 +388,7 @@ TEST(BenchRoofline, Int8ProductsAreJudgedAgainstTheInt8Peak) {
 
   int fma_rounds = 0, int8_rounds = 0;
   bench::LimitProbes probes{[] { return 1e15; }, [&] { ++fma_rounds; return 1e9; }, 3,
-                            [&] { ++int8_rounds; return 4e9; }, nullptr, nullptr, nullptr};
+                            [&] { ++int8_rounds; return 4e9; }, nullptr, nullptr, nullptr, nullptr};
   Options opt;
   opt.threads = 1;
   opt.backend = Backend::kCpu;
@@ -401,6 +401,20 @@ TEST(BenchRoofline, Int8ProductsAreJudgedAgainstTheInt8Peak) {
   EXPECT_EQ(m.fma_peak.rounds, 0);
   EXPECT_FALSE(m.memory_bound);
   EXPECT_DOUBLE_EQ(m.roofline_s, w.flops_per_call / 4e9);
+
+  // Products on AMX-INT8 tiles (Workload::int8_tiles, set where a plan would take them) are judged
+  // against the AMX-INT8 rounds instead of the byte quads'.
+  int amx_rounds = 0;
+  int8_rounds = 0;
+  probes.amx_int8_peak = [&] { ++amx_rounds; return 16e9; };
+  w.int8_tiles = true;
+  const bench::Measurement t = bench::measure(w, opt, 2, probes, nullptr);
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  EXPECT_TRUE(t.int8_tiles);
+  EXPECT_EQ(amx_rounds, 3);
+  EXPECT_EQ(int8_rounds, 0);
+  EXPECT_EQ(t.int8_peak.median, 16e9);
+  EXPECT_DOUBLE_EQ(t.roofline_s, w.flops_per_call / 16e9);
 }
 
 // A decode workload with cold copies takes its bandwidth rounds over its own K and V copies, the
@@ -427,7 +441,7 @@ TEST(BenchRoofline, DecodeBandwidthIsReadOverItsOwnKvCopiesNextCallsFirst) {
                               round_first.push_back(ranges.front().data);
                               return 20e9;
                             },
-                            nullptr, nullptr};
+                            nullptr, nullptr, nullptr};
   Options opt;
   opt.threads = 1;
   opt.backend = Backend::kCpu;
