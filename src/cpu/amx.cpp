@@ -265,8 +265,8 @@ void key_sums(const std::uint32_t* qp, std::int64_t ldq, std::int64_t rows, cons
     dst += 16 * k.pairs * 4;
   }
   token_block<1, D>(qp, ldq, rows, tail, 0, KeysAhead{}, sums.data(), rows);
-  for (std::int64_t j = 0; j < n; ++j)
-    std::copy(sums.data() + j * rows, sums.data() + (j + 1) * rows, out + (t + j) * ldo);
+  for (std::int64_t j = 0; j < n; ++j)  // bytes: int32 sums too (kInt8)
+    std::memcpy(out + (t + j) * ldo, sums.data() + j * rows, static_cast<std::size_t>(rows) * sizeof(float));
 }
 
 /// amx_output_sums' work with the products D; acc holds f32 sums (kBf16) or int32 ones (kInt8).

@@ -97,8 +97,8 @@ void amx_output_sums(const std::uint32_t* pa, std::int64_t pieces, std::int64_t 
 /// row r with token t's K row over keys.pairs quads of dims (4 signed bytes each, a multiple of
 /// 16), for t < count and r < rows (a multiple of 16, at most ldq): qq holds query row r's quad k
 /// (dim 4k in the low byte) at qq[k * ldq + r]; K rows are read where they are stored (keys.rows,
-/// keys.row_bytes apart), the last count % 16 through a zero-padded tile. keys.first and the
-/// prefetch fields are ignored. FIA-SPEC 13.1 ("exact integer matmul"). Call only where
+/// keys.row_bytes apart; keys.first: the quad qq starts from, 0 for whole rows), the last count %
+/// 16 through a zero-padded tile. The prefetch fields are ignored. FIA-SPEC 13.1 ("exact integer matmul"). Call only where
 /// amx_int8_supported().
 void amx_int8_key_sums(const std::int32_t* qq, std::int64_t ldq, std::int64_t rows, const AmxKeyPart& keys,
                        std::int64_t count, std::int32_t* out, std::int64_t ldo);

@@ -117,7 +117,7 @@ void pv_chunk(const Problem& p, const WorkItem& it, const std::int32_t* pg, std:
 }
 
 #undef FIA_FULL_QUANT_TILES
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || HWY_TARGET == HWY_AVX3_SPR
 #define FIA_FULL_QUANT_TILES 1
 
 /// pv_chunk on AMX tiles (tdpbssd, signed bytes: V without the 128 offset): for each tile of 64

@@ -81,7 +81,7 @@ void reset_bf16_dots() { bf16_dots_switch().reset(); }
 
 void read_kernel_settings(Problem* p) {
   p->bf16_dots = bf16_dots_enabled();
-  p->amx = p->full_quant.on ? amx_setting_on() && amx_int8_supported() && kernel_isa_takes_int8_tiles()
+  p->amx = p->full_quant.on ? amx_setting_on() && kernel_isa_takes_int8_tiles() && amx_int8_supported()
                             : bf16_key_rows(*p) && kernel_isa_has_bf16_dots() && amx_enabled();
 }
 

@@ -68,7 +68,7 @@ TEST(BenchRoofline, DecodeMlaIsJudgedAgainstTheBf16DotProductPeak) {
   if (!dots) GTEST_SKIP() << "no bf16 dot products on this CPU";
   int dot_rounds = 0;
   const bench::Measurement m = measured(w, {[] { return 1e15; }, [] { return 1e12; }, 3, nullptr, nullptr,
-                                            [&] { ++dot_rounds; return 2e12; }, nullptr});
+                                            [&] { ++dot_rounds; return 2e12; }, nullptr, nullptr});
   ASSERT_TRUE(m.error.empty()) << m.error;
   EXPECT_EQ(dot_rounds, 3);
   EXPECT_EQ(m.bf16_dot_peak.median, 2e12);
@@ -111,7 +111,7 @@ TEST(BenchRoofline, Bf16PrefillIsJudgedAgainstTheAmxPeak) {
   if (!tiles) GTEST_SKIP() << "no AMX tiles for the kernels here";
   int amx_rounds = 0;
   const bench::Measurement m = measured(w, {[] { return 1e15; }, [] { return 1e12; }, 3, nullptr, nullptr, nullptr,
-                                            [&] { ++amx_rounds; return 8e12; }});
+                                            [&] { ++amx_rounds; return 8e12; }, nullptr});
   ASSERT_TRUE(m.error.empty()) << m.error;
   EXPECT_EQ(amx_rounds, 3);
   EXPECT_EQ(m.amx_peak.median, 8e12);
