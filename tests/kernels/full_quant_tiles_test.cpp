@@ -28,6 +28,7 @@ void put_extremes(const TensorView& t) {
 }
 
 TEST(FullQuantTiles, SameBytesAsTheByteQuads) {
+  ASSERT_TRUE(detail::apply_isa_cap_from_env());  // as plan() does first: FIA_ISA may cap the kernels
   if (!detail::kernel_isa_takes_int8_tiles() || !detail::amx_int8_supported())
     GTEST_SKIP() << "no AMX-INT8 tiles: not on this CPU, or not in the kernels of this instruction set";
   int variant = 0;
