@@ -203,6 +203,10 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
   for (std::int64_t r = 0; r < R; ++r) {
     const auto* q = static_cast<const std::int8_t*>(p.query.base) +
                     p.query.offset(it.b, it.query_head(p.group, r), it.query_row(r));
+    if constexpr (kTiles) {  // whole quads (D % 64 == 0), the row's bytes as they are (x86); no offset sum
+      for (std::int64_t g = 0; g < D / 4; ++g) std::memcpy(bf.q + g * Rp + r, q + 4 * g, 4);
+      continue;
+    }
     for (std::int64_t g = 0; g < Dg / G; ++g) {
       std::int32_t x[G];
       for (int k = 0; k < G; ++k) x[k] = G * g + k < D ? q[G * g + k] : 0;
