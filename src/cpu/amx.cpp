@@ -140,7 +140,7 @@ inline void block_store(float* c, std::int64_t ld) {
   if constexpr (NI == 2 && NJ == 2) tile_store<3>(c + 16 * ld + 16, ld * 4);
 }
 
-template <int NI, int NJ, Dots D = Dots::kBf16>
+template <int NI, int NJ, Dots D>
 inline void block_dots() {
   tile_dot<0, 0, D>();
   if constexpr (NJ == 2) tile_dot<0, 1, D>();
@@ -232,6 +232,18 @@ void output_rows(const std::uint32_t* pa, std::int64_t pieces, std::int64_t piec
   std::int64_t d0 = 0;
   for (; d0 + 32 <= vd; d0 += 32) output_block<NR, 2, D>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, d0, acc, ld);
   if (d0 < vd) output_block<NR, 1, D>(pa, pieces, piece_words, vi, vd, chunks, rows, r0, d0, acc, ld);
+}
+
+/// The peak probes' work: 4 x `iters` products D on register-resident tiles, every operand tile
+/// the 16 rows of 64 bytes at `operand`, into four sum tiles; returns their operations (2 per
+/// multiply-add: 32 of them per row pair of bf16 tiles, 64 of int8 ones).
+template <Dots D>
+double products_on_tiles(const void* operand, std::int64_t iters) {
+  const AmxTileSession session;
+  tile_load<4>(operand, 64), tile_load<5>(operand, 64), tile_load<6>(operand, 64), tile_load<7>(operand, 64);
+  block_zero<2, 2>();
+  for (std::int64_t i = 0; i < iters; ++i) block_dots<2, 2, D>();
+  return 4.0 * 2.0 * 16 * 16 * (D == Dots::kBf16 ? 32 : 64) * static_cast<double>(iters);
 }
 
 /// amx_key_sums' work with the products D; out holds f32 sums (kBf16) or int32 ones (kInt8).
@@ -376,13 +388,9 @@ void amx_int8_output_sums(const std::int32_t* pa, const std::int32_t* vq, std::i
 double amx_int8_products(std::int64_t iters) {
 #ifdef FIA_AMX_ASM
   if (!amx_int8_supported()) return 0.0;
-  const AmxTileSession session;
   std::int8_t operand[16 * 64];  // bytes of both signs and many magnitudes
   for (int i = 0; i < 16 * 64; ++i) operand[i] = static_cast<std::int8_t>((i * 37) % 255 - 127);
-  tile_load<4>(operand, 64), tile_load<5>(operand, 64), tile_load<6>(operand, 64), tile_load<7>(operand, 64);
-  block_zero<2, 2>();
-  for (std::int64_t i = 0; i < iters; ++i) block_dots<2, 2, Dots::kInt8>();
-  return 4.0 * 2.0 * 16 * 16 * 64 * static_cast<double>(iters);
+  return products_on_tiles<Dots::kInt8>(operand, iters);
 #else
   (void)iters;
   return 0.0;
@@ -392,16 +400,12 @@ double amx_int8_products(std::int64_t iters) {
 double amx_bf16_products(std::int64_t iters) {
 #ifdef FIA_AMX_ASM
   if (!amx_bf16_supported()) return 0.0;
-  const AmxTileSession session;
   // Operands of mixed mantissas (and signs within a tile): tiles of zeros ran 2.5x as fast on
   // Emerald Rapids.
   std::uint16_t operand[16 * 32];
   for (int i = 0; i < 16 * 32; ++i)
     operand[i] = static_cast<std::uint16_t>((i % 2 == 0 ? 0x3F00 : 0xBF00) | ((i * 37) & 0x7F));
-  tile_load<4>(operand, 64), tile_load<5>(operand, 64), tile_load<6>(operand, 64), tile_load<7>(operand, 64);
-  block_zero<2, 2>();
-  for (std::int64_t i = 0; i < iters; ++i) block_dots<2, 2>();
-  return 4.0 * 2.0 * 16 * 16 * 32 * static_cast<double>(iters);
+  return products_on_tiles<Dots::kBf16>(operand, iters);
 #else
   (void)iters;
   return 0.0;

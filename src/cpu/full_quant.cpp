@@ -116,12 +116,13 @@ void chunk_scores(const Problem& p, const WorkItem& it, const Buffers& bf, std::
       const AmxKeyPart keys{run.key, run.key_stride, D / 4, 0, nullptr, 0, 0};
       amx_int8_key_sums(bf.q, Rp, Rp, keys, run.count, raw + c * Rp, Rp);
     });
-  }
-  for (std::int64_t t0 = 0; t0 < nc && !kTiles; t0 += kKTile) {
-    const std::int64_t n = std::min(kKTile, nc - t0);
-    fq::each_kv_row(p, it, false, cb + t0, n,
-                    [&](std::int64_t c, const std::int8_t* row) { convert_key_row<G>(row, D, Dg, bf.k + c * krow); });
-    qk_tile<G>(bf.q, Rp, bf.k, krow, groups, n, raw + t0 * Rp);
+  } else {
+    for (std::int64_t t0 = 0; t0 < nc; t0 += kKTile) {
+      const std::int64_t n = std::min(kKTile, nc - t0);
+      fq::each_kv_row(p, it, false, cb + t0, n,
+                      [&](std::int64_t c, const std::int8_t* row) { convert_key_row<G>(row, D, Dg, bf.k + c * krow); });
+      qk_tile<G>(bf.q, Rp, bf.k, krow, groups, n, raw + t0 * Rp);
+    }
   }
   const VF dq = hn::Set(df, p.full_quant.dequant1), sc = hn::Set(df, p.full_quant.scale16);
   for (std::int64_t c = 0; c < nc; ++c)

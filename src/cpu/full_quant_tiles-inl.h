@@ -135,8 +135,9 @@ inline void pv_chunk_tiles(const Problem& p, const WorkItem& it, const std::int3
   // The tile's V rows where they are stored, or copied where an NZ cache's are (each_kv_row hands
   // them out copied, valid until its next run); rows past the chunk read zeros.
   thread_local std::vector<std::int8_t> copies;
-  copies.assign(static_cast<std::size_t>((fq::kVTile + 1) * VD), 0);
-  const std::int8_t* zeros = copies.data() + fq::kVTile * VD;
+  copies.resize(static_cast<std::size_t>((fq::kVTile + 1) * VD));
+  std::int8_t* zeros = copies.data() + fq::kVTile * VD;  // the row past the last copy
+  std::fill(zeros, zeros + VD, std::int8_t{0});
   std::fill(acc, acc + Rp * VDp, 0);
   const std::int8_t* rows[fq::kVTile];
   for (std::int64_t v0 = 0; v0 < nc; v0 += fq::kVTile) {
