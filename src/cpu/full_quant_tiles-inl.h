@@ -80,34 +80,90 @@ HWY_INLINE void qk_tile(const std::int32_t* q, std::int64_t Rp, const std::byte*
   for (; rv < RV; ++rv) qk_rows<G, 1>(q, Rp, k, krow, groups, rv, n, out);
 }
 
+/// Per-thread rows of a V tile: fq::kVTile rows of vd bytes that gather_value_rows copies an NZ
+/// cache's rows into, then one row of `pad` bytes for the tile's rows past the chunk.
+struct ValueTileBuffer {
+  std::int8_t* copies;
+  const std::int8_t* pad;
+};
+HWY_INLINE ValueTileBuffer value_tile_buffer(std::int64_t vd, std::int8_t pad) {
+  thread_local std::vector<std::int8_t> bytes;
+  bytes.resize(static_cast<std::size_t>((fq::kVTile + 1) * vd));
+  std::int8_t* pad_row = bytes.data() + fq::kVTile * vd;
+  std::fill(pad_row, pad_row + vd, pad);
+  return {bytes.data(), pad_row};
+}
+
+/// rows[c] = the V row of column c0 + c of item it for c < n (n <= fq::kVTile), buf.pad for the
+/// rest of the tile: the rows where they are stored, or copies in buf.copies where an NZ cache's
+/// are (each_kv_row hands those out copied, valid until its next run).
+HWY_INLINE void gather_value_rows(const Problem& p, const WorkItem& it, std::int64_t c0, std::int64_t n,
+                                  const ValueTileBuffer& buf, const std::int8_t** rows) {
+  bool tiled = false;
+  for_each_run<false>(p, it.b, it.h, c0, n, KvParts::kValues,
+                      [&](std::int64_t, const KvRun& run) { tiled = tiled || run.tiled(); });
+  std::fill(rows + n, rows + fq::kVTile, buf.pad);
+  const auto vd = static_cast<std::size_t>(p.v_dim);
+  fq::each_kv_row(p, it, true, c0, n, [&](std::int64_t c, const std::int8_t* row) {
+    rows[c] = tiled ? static_cast<const std::int8_t*>(std::memcpy(buf.copies + c * vd, row, vd)) : row;
+  });
+}
+
+/// One group row of V: dst[d] (d < VD) = the group of rows[0..G)'s elements d (G = 2: int16 pairs;
+/// G = 4: bytes, with kOffset offset by 128, bits ^ 0x80, the unsigned operand of pv_chunk's byte
+/// quads; without, the signed token quads of pv_chunk_tiles), 0 for d in [VD, VDp). Each word is
+/// written once from its G rows: a read-modify-write of one word per row took 19 % of P4's
+/// samples (Emerald Rapids without AMX, AVX3, one thread).
+template <int G, bool kOffset>
+HWY_INLINE void group_value_rows(const std::int8_t* const* rows, std::int64_t VD, std::int64_t VDp, std::int32_t* dst) {
+  const DI di;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(di));
+  std::int64_t d = 0;
+  if constexpr (G == 4) {
+    const hn::RebindToUnsigned<DI> du;
+    const hn::Rebind<std::uint8_t, DI> du8;
+    auto byte = [&](int k) {
+      return hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(du8, reinterpret_cast<const std::uint8_t*>(rows[k]) + d)));
+    };
+    const VI offset = hn::Set(di, kOffset ? static_cast<std::int32_t>(0x80808080u) : 0);
+    for (; d + L <= VD; d += L) {
+      const VI w = hn::Or(hn::Or(byte(0), hn::ShiftLeft<8>(byte(1))), hn::Or(hn::ShiftLeft<16>(byte(2)), hn::ShiftLeft<24>(byte(3))));
+      hn::StoreU(hn::Xor(w, offset), di, dst + d);
+    }
+  } else {
+    const hn::Rebind<std::int8_t, DI> d8;
+    const VI low = hn::Set(di, 0xFFFF);
+    for (; d + L <= VD; d += L) {
+      const VI w = hn::Or(hn::And(hn::PromoteTo(di, hn::LoadU(d8, rows[0] + d)), low),
+                          hn::ShiftLeft<16>(hn::PromoteTo(di, hn::LoadU(d8, rows[1] + d))));
+      hn::StoreU(w, di, dst + d);
+    }
+  }
+  for (; d < VD; ++d) {
+    std::uint32_t w = 0;
+    for (int k = 0; k < G; ++k)
+      w |= ((static_cast<std::uint32_t>(rows[k][d]) ^ (kOffset ? 0x80u : 0u)) & (G == 2 ? 0xFFFFu : 0xFFu)) << (k * 32 / G);
+    dst[d] = static_cast<std::int32_t>(w);
+  }
+  std::fill(dst + VD, dst + VDp, 0);
+}
+
 /// The exact int32 P·V of columns [cb, cb + nc) into acc (rows < R, row stride VDp): P groups at
 /// pg[(c / G) * Rp + r] (columns relative to cb), V the value rows of the item's batch and KV
 /// head, grouped fq::kVTile rows at a time in vbuf ((kVTile / G) x VDp int32). G = 4 leaves V's 128
-/// offset in: the caller subtracts 128 times the row's sum of P.
+/// offset in: the caller subtracts 128 times the row's sum of P. Rows past the chunk give words
+/// of 0 (pad bytes 0x80 in quads, which the offset makes 0; 0 in pairs), as P is 0 there.
 template <int G>
 void pv_chunk(const Problem& p, const WorkItem& it, const std::int32_t* pg, std::int64_t Rp, std::int32_t* vbuf,
               std::int32_t* acc, std::int64_t R, std::int64_t VDp, std::int64_t cb, std::int64_t nc) {
-  const DI di;
-  const hn::Rebind<std::int8_t, DI> d8;
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(di)), VD = p.v_dim;
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(DI())), VD = p.v_dim;
   std::fill(acc, acc + R * VDp, 0);
-  const VI mask = hn::Set(di, G == 2 ? 0xFFFF : 0xFF), flip = hn::Set(di, G == 2 ? 0 : 0x80);
+  const ValueTileBuffer buf = value_tile_buffer(VD, G == 4 ? std::int8_t{-128} : std::int8_t{0});
+  const std::int8_t* rows[fq::kVTile];
   for (std::int64_t v0 = 0; v0 < nc; v0 += fq::kVTile) {
     const std::int64_t n = std::min(fq::kVTile, nc - v0), groups = (n + G - 1) / G;
-    std::fill(vbuf, vbuf + groups * VDp, 0);
-    fq::each_kv_row(p, it, true, cb + v0, n, [&](std::int64_t c, const std::int8_t* row) {
-      std::int32_t* dst = vbuf + (c / G) * VDp;
-      const int shift = static_cast<int>(c % G) * 32 / G;
-      std::int64_t d = 0;
-      for (; d + L <= VD; d += L) {
-        const VI x = hn::And(hn::Xor(hn::PromoteTo(di, hn::LoadU(d8, row + d)), flip), mask);
-        hn::StoreU(hn::Or(hn::LoadU(di, dst + d), hn::ShiftLeftSame(x, shift)), di, dst + d);
-      }
-      for (; d < VD; ++d) {
-        const auto x = (static_cast<std::uint32_t>(row[d]) ^ (G == 2 ? 0u : 0x80u)) & (G == 2 ? 0xFFFFu : 0xFFu);
-        dst[d] = static_cast<std::int32_t>(static_cast<std::uint32_t>(dst[d]) | (x << shift));
-      }
-    });
+    gather_value_rows(p, it, cb + v0, n, buf, rows);
+    for (std::int64_t g = 0; g < groups; ++g) group_value_rows<G, G == 4>(rows + G * g, VD, VDp, vbuf + g * VDp);
     for (std::int64_t d0 = 0; d0 < VD; d0 += 4 * L) {
       std::int64_t r = 0;
       for (; r + 2 <= R; r += 2) pv_block<G, 2>(pg + v0 / G * Rp + r, Rp, vbuf + d0, VDp, groups, acc + r * VDp + d0);
@@ -129,41 +185,14 @@ void pv_chunk(const Problem& p, const WorkItem& it, const std::int32_t* pg, std:
 inline void pv_chunk_tiles(const Problem& p, const WorkItem& it, const std::int32_t* pg, std::int64_t Rp,
                            std::int32_t* vbuf, std::int32_t* pa, std::int32_t* acc, std::int64_t VDp, std::int64_t cb,
                            std::int64_t nc) {
-  const hn::ScalableTag<std::uint32_t> du;
-  const hn::Rebind<std::uint8_t, decltype(du)> d8;
-  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(du)), VD = p.v_dim;
-  // The tile's V rows where they are stored, or copied where an NZ cache's are (each_kv_row hands
-  // them out copied, valid until its next run); rows past the chunk read zeros.
-  thread_local std::vector<std::int8_t> copies;
-  copies.resize(static_cast<std::size_t>((fq::kVTile + 1) * VD));
-  std::int8_t* zeros = copies.data() + fq::kVTile * VD;  // the row past the last copy
-  std::fill(zeros, zeros + VD, std::int8_t{0});
+  const std::int64_t VD = p.v_dim;
+  const ValueTileBuffer buf = value_tile_buffer(VD, 0);  // rows past the chunk read zeros
   std::fill(acc, acc + Rp * VDp, 0);
   const std::int8_t* rows[fq::kVTile];
   for (std::int64_t v0 = 0; v0 < nc; v0 += fq::kVTile) {
     const std::int64_t n = std::min(fq::kVTile, nc - v0), quads = (n + 3) / 4;
-    bool tiled = false;
-    for_each_run<false>(p, it.b, it.h, cb + v0, n, KvParts::kValues,
-                        [&](std::int64_t, const KvRun& run) { tiled = tiled || run.tiled(); });
-    std::fill(rows + n, rows + fq::kVTile, zeros);
-    fq::each_kv_row(p, it, true, cb + v0, n, [&](std::int64_t c, const std::int8_t* row) {
-      if (tiled) rows[c] = static_cast<const std::int8_t*>(std::memcpy(copies.data() + c * VD, row, static_cast<std::size_t>(VD)));
-      else rows[c] = row;
-    });
-    for (std::int64_t k = 0; k < quads; ++k) {
-      const auto* r0 = reinterpret_cast<const std::uint8_t*>(rows[4 * k]);
-      const auto* r1 = reinterpret_cast<const std::uint8_t*>(rows[4 * k + 1]);
-      const auto* r2 = reinterpret_cast<const std::uint8_t*>(rows[4 * k + 2]);
-      const auto* r3 = reinterpret_cast<const std::uint8_t*>(rows[4 * k + 3]);
-      auto* dst = reinterpret_cast<std::uint32_t*>(vbuf + k * VDp);
-      for (std::int64_t d = 0; d < VD; d += L) {
-        const auto w01 = hn::Or(hn::PromoteTo(du, hn::LoadU(d8, r0 + d)), hn::ShiftLeft<8>(hn::PromoteTo(du, hn::LoadU(d8, r1 + d))));
-        const auto w23 = hn::Or(hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d8, r2 + d))),
-                                hn::ShiftLeft<24>(hn::PromoteTo(du, hn::LoadU(d8, r3 + d))));
-        hn::StoreU(hn::Or(w01, w23), du, dst + d);
-      }
-      std::fill(dst + VD, dst + VDp, 0u);
-    }
+    gather_value_rows(p, it, cb + v0, n, buf, rows);
+    for (std::int64_t k = 0; k < quads; ++k) group_value_rows<4, false>(rows + 4 * k, VD, VDp, vbuf + k * VDp);
     const std::int32_t* q = pg + v0 / 4 * Rp;  // the tile's quads, quad j of row r at q[j * Rp + r]
     if (quads == 16) {
       for (std::int64_t r = 0; r < Rp; r += 8)

@@ -21,12 +21,6 @@
 namespace fia::test {
 namespace {
 
-/// Sets every 7th element of an INT8 tensor to -128 (the builder draws from [-127, 127]).
-void put_extremes(const TensorView& t) {
-  auto* x = static_cast<std::int8_t*>(const_cast<void*>(t.data));
-  for (std::int64_t k = 0; k < t.numel(); k += 7) x[k] = -128;
-}
-
 TEST(FullQuantTiles, SameBytesAsTheByteQuads) {
   ASSERT_TRUE(detail::apply_isa_cap_from_env());  // as plan() does first: FIA_ISA may cap the kernels
   if (!detail::kernel_isa_takes_int8_tiles() || !detail::amx_int8_supported())
@@ -55,9 +49,9 @@ TEST(FullQuantTiles, SameBytesAsTheByteQuads) {
       if (variant % 8 == 6 && kv > 8) s.prefix_seq = 8, s.prefix_len = 5;
       fs.int8_out = variant % 2 == 0 && s.v_dim == d;  // post-quant needs equal head dims
       FullQuantCall call = build_full_quant_call(fs, 500 + variant);
-      put_extremes(call.call.args.query);
-      put_extremes(call.call.args.key[0]);
-      put_extremes(call.call.args.value[0]);
+      put_int8_extremes(call.call.args.query);
+      put_int8_extremes(call.call.args.key[0]);
+      put_int8_extremes(call.call.args.value[0]);
       detail::set_amx(true);
       detail::Problem planned;  // as plan() makes it: the tiles must take this call
       ASSERT_TRUE(detail::build_problem(call.call.args, false, &planned).ok());

@@ -96,6 +96,11 @@ Outputs run_full_quant(const FiaArgs& args, Backend backend, int threads) {
   return out;
 }
 
+void put_int8_extremes(const TensorView& t) {
+  auto* x = static_cast<std::int8_t*>(const_cast<void*>(t.data));
+  for (std::int64_t k = 0; k < t.numel(); k += 7) x[k] = -128;
+}
+
 double value_at(const OwnedTensor& t, std::int64_t k) {
   switch (t.dtype) {
     case DType::F16: return f16_to_f32(t.as<std::uint16_t>()[k]);

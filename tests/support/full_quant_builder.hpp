@@ -28,6 +28,9 @@ FullQuantCall build_full_quant_call(const FullQuantSpec& fs, std::uint64_t seed)
 /// = (j + d) % 7 - 3; dequant_scale1 0.01, quant_scale1 127, dequant_scale2 1/127, scale 0.5, LSE.
 FullQuantCall hand_call(std::int64_t L, std::int64_t D);
 
+/// Sets every 7th element of an INT8 tensor to -128, a byte the builder does not draw (its values
+/// lie in [-127, 127]).
+void put_int8_extremes(const TensorView& t);
 /// Plans and runs a valid call (asserting success).
 Outputs run_full_quant(const FiaArgs& args, Backend backend, int threads);
 
