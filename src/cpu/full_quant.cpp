@@ -171,16 +171,30 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
     const VF base = hn::IfThenElse(hit, m_new, hn::Zero(df));  // rows without a key: E = exp(-inf) = 0
     VF sum = hn::Zero(df);
     VI psum = hn::Zero(di);
-    for (std::int64_t c = 0; c < nc; c += G) {
+    auto take = [&](VF e, int k, VI& group) {  // E of column k of a group: into l's sum, P, psum
+      sum = hn::Add(sum, e);
+      const VF y = hn::Round(clamp_f16(df, hn::Mul(round_f16<false>(df, e), q1)));
+      const VI x = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));
+      if constexpr (G == 4) psum = hn::Add(psum, x);  // byte quads only: V's offset correction
+      group = add_to_group<G>(di, group, x, k);
+    };
+    std::int64_t c = 0;
+#if !HWY_HAVE_SCALABLE
+    // A whole group's exponentials step by step together (softmax_exps, the same bits as one at a
+    // time): one after another, their dependency chains left the out-of-order window idle.
+    for (; c + G <= nc; c += G) {
+      VF e[G];
+      for (int k = 0; k < G; ++k) e[k] = hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base);
+      softmax_exps<G>(df, e);
+      VI group = hn::Zero(di);
+      for (int k = 0; k < G; ++k) take(e[k], k, group);
+      hn::StoreU(group, di, bf.p + (c / G) * Rp + r0);
+    }
+#endif
+    for (; c < nc; c += G) {
       VI group = hn::Zero(di);  // (no array of vectors: SVE vectors are sizeless)
-      for (int k = 0; k < G && c + k < nc; ++k) {
-        const VF e = softmax_exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
-        sum = hn::Add(sum, e);
-        const VF y = hn::Round(clamp_f16(df, hn::Mul(round_f16<false>(df, e), q1)));
-        const VI x = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));
-        if constexpr (G == 4) psum = hn::Add(psum, x);  // byte quads only: V's offset correction
-        group = add_to_group<G>(di, group, x, k);
-      }
+      for (int k = 0; k < G && c + k < nc; ++k)
+        take(softmax_exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base)), k, group);
       hn::StoreU(group, di, bf.p + (c / G) * Rp + r0);
     }
     hn::StoreU(hn::IfThenElseZero(hit, hn::Set(df, 1.0f)), df, bf.hit + r0);
