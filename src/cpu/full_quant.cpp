@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -218,11 +219,14 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
   for (std::int64_t r = 0; r < R; ++r) {
     const auto* q = static_cast<const std::int8_t*>(p.query.base) +
                     p.query.offset(it.b, it.query_head(p.group, r), it.query_row(r));
-    if constexpr (kTiles) {  // whole quads (D % 64 == 0), the row's bytes as they are (x86); no offset sum
-      for (std::int64_t g = 0; g < D / 4; ++g) std::memcpy(bf.q + g * Rp + r, q + 4 * g, 4);
-      continue;
-    }
-    for (std::int64_t g = 0; g < Dg / G; ++g) {
+    // A byte quad of the query (the signed operand) is its 4 bytes as stored, on a little-endian
+    // CPU: one 4-byte copy per whole quad instead of packing byte by byte (about 5 % of P4's
+    // samples without tiles).
+    std::int64_t g = 0;
+    if constexpr (G == 4 && std::endian::native == std::endian::little)
+      for (; g < D / 4; ++g) std::memcpy(bf.q + g * Rp + r, q + 4 * g, 4);
+    if constexpr (kTiles) continue;  // whole quads (D % 64 == 0), signed bytes both: no offset sum
+    for (; g < Dg / G; ++g) {
       std::int32_t x[G];
       for (int k = 0; k < G; ++k) x[k] = G * g + k < D ? q[G * g + k] : 0;
       bf.q[g * Rp + r] = fq::group_of<G>(x);
@@ -288,6 +292,16 @@ bool TakesInt8Tiles() {
 #endif
 }
 
+/// Whether this target's kernel takes byte quads on this CPU (allow_byte_quads permitting).
+bool TakesByteQuads() {
+#if FIA_FULL_QUANT_QUADS
+  static const bool byte_dots = cpu_has_byte_dots(HWY_TARGET != HWY_AVX2);
+  return byte_dots;
+#else
+  return false;
+#endif
+}
+
 void FullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const OutputRows& dst) {
 #if FIA_FULL_QUANT_TILES
   if (full_quant_tiles(p)) {
@@ -296,8 +310,7 @@ void FullQuantItem(const Problem& p, const WorkItem& it, float* scratch, const O
   }
 #endif
 #if FIA_FULL_QUANT_QUADS
-  static const bool byte_dots = cpu_has_byte_dots(HWY_TARGET != HWY_AVX2);
-  if (byte_dots && byte_quads_allowed()) return full_quant_item_groups<4>(p, it, scratch, dst);
+  if (TakesByteQuads() && byte_quads_allowed()) return full_quant_item_groups<4>(p, it, scratch, dst);
 #endif
   full_quant_item_groups<2>(p, it, scratch, dst);
 }
@@ -310,6 +323,7 @@ namespace fia::detail {
 
 HWY_EXPORT(FullQuantItem);
 HWY_EXPORT(TakesInt8Tiles);
+HWY_EXPORT(TakesByteQuads);
 
 namespace {
 std::atomic<bool> g_byte_quads{true};
@@ -338,6 +352,7 @@ bool cpu_has_byte_dots(bool avx512) {
 }
 
 bool kernel_isa_takes_int8_tiles() { return HWY_DYNAMIC_DISPATCH(TakesInt8Tiles)(); }
+bool kernel_isa_takes_byte_quads() { return HWY_DYNAMIC_DISPATCH(TakesByteQuads)(); }
 
 bool byte_quads_allowed() { return g_byte_quads.load(std::memory_order_relaxed); }
 void allow_byte_quads(bool allowed) { g_byte_quads.store(allowed, std::memory_order_relaxed); }

@@ -33,6 +33,10 @@ void full_quant_item(const Problem& p, const WorkItem& item, float* scratch, con
 bool byte_quads_allowed();
 void allow_byte_quads(bool allowed);
 
+/// Whether the running instruction set's full-quant kernel takes byte quads on this CPU (a target
+/// with them, cpu_has_byte_dots) when they are allowed.
+bool kernel_isa_takes_byte_quads();
+
 /// Whether the running instruction set's full-quant kernel can take AMX-INT8 tiles (its AVX-512
 /// targets); read_kernel_settings (cpu/isa.hpp) plans them with it (Problem::amx,
 /// full_quant_tiles).
