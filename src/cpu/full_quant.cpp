@@ -10,9 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cmath>
-#include <cstring>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -219,18 +217,8 @@ void full_quant_item_groups(const Problem& p, const WorkItem& it, float* scratch
   for (std::int64_t r = 0; r < R; ++r) {
     const auto* q = static_cast<const std::int8_t*>(p.query.base) +
                     p.query.offset(it.b, it.query_head(p.group, r), it.query_row(r));
-    // A byte quad of the query (the signed operand) is its 4 bytes as stored, on a little-endian
-    // CPU: one 4-byte copy per whole quad instead of packing byte by byte (about 5 % of P4's
-    // samples without tiles).
-    std::int64_t g = 0;
-    if constexpr (G == 4 && std::endian::native == std::endian::little)
-      for (; g < D / 4; ++g) std::memcpy(bf.q + g * Rp + r, q + 4 * g, 4);
-    if constexpr (kTiles) continue;  // whole quads (D % 64 == 0), signed bytes both: no offset sum
-    for (; g < Dg / G; ++g) {
-      std::int32_t x[G];
-      for (int k = 0; k < G; ++k) x[k] = G * g + k < D ? q[G * g + k] : 0;
-      bf.q[g * Rp + r] = fq::group_of<G>(x);
-    }
+    fq::query_groups<G>(q, D, Dg, Rp, bf.q + r);
+    if constexpr (kTiles) continue;  // signed bytes both: no offset sum
     for (std::int64_t d = 0; d < D; ++d) bf.qsum[r] += q[d];
   }
   std::fill(bf.m, bf.m + Rp, kNegInf);

@@ -192,11 +192,7 @@ void load_queries(const Problem& p, const WorkItem& it, const Buffers& bf, std::
   for (std::int64_t r = 0; r < R; ++r) {
     const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
     const auto* q = static_cast<const std::int8_t*>(p.query.base) + p.query.offset(it.b, n, i);
-    for (std::int64_t g = 0; g < Dg / G; ++g) {
-      std::int32_t x[G];
-      for (int k = 0; k < G; ++k) x[k] = G * g + k < D ? q[G * g + k] : 0;
-      bf.q[g * Rp + r] = fq::group_of<G>(x);
-    }
+    fq::query_groups<G>(q, D, Dg, Rp, bf.q + r);
     for (std::int64_t d = 0; d < D; ++d) bf.qsum[r] += q[d];
     const auto* qr = static_cast<const std::byte*>(p.query_rope.base) +
                      p.query_rope.offset(it.b, n, i) * static_cast<std::int64_t>(dtype_size(p.rope_dtype));
