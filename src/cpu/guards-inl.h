@@ -13,13 +13,32 @@ HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+/// s clamped to [lo, hi], NaN lanes set to hi. On x86 in 2 instructions (`minps` returns its
+/// second operand where either is NaN, so NaN becomes hi before the max) instead of the 4 of the
+/// portable form (NaN test, max, min, blend): the scale-and-store epilogue of every score block
+/// runs it, 24 vectors per 6 columns, against 64 multiply-adds per vector at head dim 64.
+/// In-process A/B (Emerald Rapids VM, 2 threads): P2 0.993x the time on AVX3 (faster in 10 of 10
+/// pairs), P3 0.994x (9 of 10), P2 on AVX2 0.992x (7 of 8); decode within the noise.
+template <class V>
+HWY_INLINE V clamp_nan_high(V s, V hi, V lo) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  if constexpr (sizeof(s.raw) == 16) return V{_mm_max_ps(_mm_min_ps(s.raw, hi.raw), lo.raw)};
+#if HWY_TARGET <= HWY_AVX2
+  if constexpr (sizeof(s.raw) == 32) return V{_mm256_max_ps(_mm256_min_ps(s.raw, hi.raw), lo.raw)};
+#endif
+#if HWY_TARGET <= HWY_AVX3
+  if constexpr (sizeof(s.raw) == 64) return V{_mm512_max_ps(_mm512_min_ps(s.raw, hi.raw), lo.raw)};
+#endif
+#endif
+  return hn::IfThenElse(hn::IsNaN(s), hi, hn::Min(hn::Max(s, lo), hi));
+}
+
 /// Scores as the kernels keep them (saturate()): overflow saturates at +-FLT_MAX, and NaN (an
 /// overflow with both signs inside a dot product, or a NaN input) becomes +FLT_MAX, so that the
 /// row max shows it and phase C recomputes the row in float64 (item_finalize). A product of -inf
 /// becomes -FLT_MAX too: -inf stays reserved for the keys a row does not see, set after.
 HWY_INLINE VF saturate_scores(DF df, VF s) {
-  const VF hi = hn::Set(df, std::numeric_limits<float>::max());
-  return hn::IfThenElse(hn::IsNaN(s), hi, hn::Min(hn::Max(s, hn::Set(df, -std::numeric_limits<float>::max())), hi));
+  return clamp_nan_high(s, hn::Set(df, std::numeric_limits<float>::max()), hn::Set(df, -std::numeric_limits<float>::max()));
 }
 
 /// True when the n values at x are all finite.
