@@ -172,8 +172,8 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
     VI psum = hn::Zero(di);
     auto take = [&](VF e, int k, VI& group) {  // E of column k of a group: into l's sum, P, psum
       sum = hn::Add(sum, e);
-      const VF y = hn::Round(clamp_f16(df, hn::Mul(round_f16<false>(df, e), q1)));
-      const VI x = hn::ConvertTo(di, hn::Min(hn::Max(y, lo), hi));
+      const VF y = clamp_f16(df, hn::Mul(round_f16<false>(df, e), q1));
+      const VI x = nearest_int(di, hn::Min(hn::Max(y, lo), hi));  // = clamped after rounding: integer bounds
       if constexpr (G == 4) psum = hn::Add(psum, x);  // byte quads only: V's offset correction
       group = add_to_group<G>(di, group, x, k);
     };

@@ -192,6 +192,27 @@ HWY_INLINE void pv_block(const std::int32_t* p, std::int64_t Rp, const std::int3
 }
 #endif  // HWY_TARGET == HWY_SCALAR
 
+/// hn::ConvertTo(di, hn::Round(v)) for finite v below 2^31 in magnitude (P's quantization, where v
+/// is already clamped to [-128, 127]): on AVX-512 one conversion rounding to nearest even
+/// (embedded rounding, whatever MXCSR says) instead of a rounding, a conversion and
+/// ConvertTo's overflow fix-up; on AVX2 and SSE4 the rounding and a plain conversion. P4
+/// (in-process A/B, Emerald Rapids VM without AMX, 2 threads): 0.97x the time on AVX3 (faster in
+/// 7 of 8 alternating pairs), 0.95x on AVX2 (8 of 8).
+template <class V>
+HWY_INLINE VI nearest_int(DI di, V v) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+#if HWY_TARGET <= HWY_AVX3
+  if constexpr (sizeof(v.raw) == 64)
+    return VI{_mm512_cvt_roundps_epi32(v.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+#endif
+#if HWY_TARGET <= HWY_AVX2
+  if constexpr (sizeof(v.raw) == 32) return VI{_mm256_cvttps_epi32(hn::Round(v).raw)};
+#endif
+  if constexpr (sizeof(v.raw) == 16) return VI{_mm_cvttps_epi32(hn::Round(v).raw)};
+#endif
+  return hn::ConvertTo(di, hn::Round(v));
+}
+
 /// `group` with value k of the group set from x (one value per lane): pairs take the low 16 bits,
 /// quads the low 8 bits of each (quads of P stay signed). Value k must still be 0 in `group`.
 template <int G>

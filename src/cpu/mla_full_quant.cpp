@@ -167,7 +167,7 @@ void chunk_softmax(const Buffers& bf, std::int64_t Rp, std::int64_t nc) {
       for (int k = 0; k < G && c + k < nc; ++k) {
         const VF e = softmax_exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
         sum = hn::Add(sum, e);
-        const VI x = hn::ConvertTo(di, hn::Round(hn::Mul(e, k127)));  // half to even, in [0, 127]
+        const VI x = nearest_int(di, hn::Mul(e, k127));  // half to even, in [0, 127]
         if constexpr (G == 4) psum = hn::Add(psum, x);
         group = add_to_group<G>(di, group, x, k);
       }
