@@ -5,7 +5,8 @@
 //   G = 4: byte quads, u8 x s8 dot products (AVX-512 VNNI / AVX-VNNI vpdpbusd, Arm I8MM usdot),
 //          one operand offset by 128 (bits ^ 0x80) and the offset's sum subtracted by the caller.
 // Q·Kᵀ runs with rows in lanes (query groups transposed, a K group broadcast per column); P·V with
-// V's columns in lanes (a P group broadcast per row). Included by cpu/full_quant.cpp only.
+// V's columns in lanes (a P group broadcast per row). Included by cpu/full_quant.cpp and
+// cpu/mla_full_quant.cpp.
 #if defined(FIA_CPU_FULL_QUANT_PRODUCTS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef FIA_CPU_FULL_QUANT_PRODUCTS_INL_H_
 #undef FIA_CPU_FULL_QUANT_PRODUCTS_INL_H_
@@ -192,10 +193,11 @@ HWY_INLINE void pv_block(const std::int32_t* p, std::int64_t Rp, const std::int3
 }
 #endif  // HWY_TARGET == HWY_SCALAR
 
-/// hn::ConvertTo(di, hn::Round(v)) for finite v below 2^31 in magnitude (P's quantization, where v
-/// is already clamped to [-128, 127]): on AVX-512 one conversion rounding to nearest even
-/// (embedded rounding, whatever MXCSR says) instead of a rounding, a conversion and
-/// ConvertTo's overflow fix-up; on AVX2 and SSE4 the rounding and a plain conversion. P4
+/// hn::ConvertTo(di, hn::Round(v)) for finite v below 2^31 in magnitude (P's quantization: v
+/// clamped to [-128, 127] in cpu/full_quant.cpp, E * 127 with E in [0, 1] in the MLA kernel): on
+/// AVX-512 one conversion rounding to nearest even (embedded rounding, whatever MXCSR says)
+/// instead of a rounding, a conversion and ConvertTo's overflow fix-up; on AVX2, SSE4 and SSSE3
+/// the rounding and a plain conversion. P4
 /// (in-process A/B, Emerald Rapids VM without AMX, 2 threads): 0.97x the time on AVX3 (faster in
 /// 7 of 8 alternating pairs), 0.95x on AVX2 (8 of 8).
 template <class V>

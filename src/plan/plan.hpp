@@ -183,14 +183,15 @@ struct PlanLimits {
   /// depend on it.
   std::int64_t whole_groups_from = 4;
   /// Bytes per worker of K and V columns widened to f32 and kept across the wide items of one KV
-  /// head (WidenedKv); 0 widens them again for every item. Results do not depend on it. 4 MiB
-  /// holds 3855 columns at head dim 128: every item of a causal prefill of 2048 tokens (P1) reads
-  /// its columns from the store, where 512 KiB (481 columns) had every later item widen the rest
-  /// again from the fp16 rows (12 % of P1's samples). In-process A/B against 512 KiB (Emerald
-  /// Rapids VM, 2 threads): P1 0.91x the time on AVX3, 0.95x on AVX2; 4096 tokens 0.90x (AVX3);
-  /// P2 and P3 unchanged. The store lies in L3 where it outgrows L2; the products' reads of it
-  /// overlap their multiply-adds, where the widening pass waited on its loads.
-  std::int64_t widened_kv_bytes = std::int64_t{1} << 22;
+  /// head (WidenedKv); 0 widens them again for every item. Results do not depend on it. 2 MiB
+  /// holds 1927 columns at head dim 128: nearly every item of a causal prefill of 2048 tokens (P1)
+  /// reads its columns from the store, where 512 KiB (481 columns) had every later item widen the
+  /// rest again from the fp16 rows (12 % of P1's samples). In-process A/B against 512 KiB
+  /// (Emerald Rapids VM, 2 threads): P1 0.91x the time on AVX3, 0.95x on AVX2; P2 and P3
+  /// unchanged. 4 MiB took P1 the same time and 4096 tokens 0.98x, but a store per worker should
+  /// stay within a core's share of L2 and L3 (about 2 MiB of L3 per core on Sapphire Rapids)
+  /// however many workers run, or many workers would read their stores from memory.
+  std::int64_t widened_kv_bytes = std::int64_t{1} << 21;
   /// Bytes of K and V rows (all of a split group's KV heads, rope parts included) per chunk, where
   /// that is more than chunk_cols tokens; 0: chunk_cols tokens alone. Chunks of int8 and int4
   /// caches then read as many bytes as 512 fp16 tokens at head dim 128: D3 (int8, chunks of 1024

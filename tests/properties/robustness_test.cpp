@@ -228,11 +228,12 @@ TEST(Robustness, PseOfMinusInfExcludesItsKeyLikeAMask) {
 
 // A NaN in a visible query, key or pse element makes its rows NaN, output and LSE, on both
 // backends (the cpu backend on every instruction set: fp16 is widened without conversion
-// instructions below AVX2), in decode and prefill (32 rows: the wide kernels' score blocks): never
-// the 0 / +inf of a fully masked row, which a merge would drop as an empty part
-// (docs/numerics.md). The other rows stay finite.
+// instructions below AVX2), in decode and prefill (16 rows: the in-place wide kernels where a
+// target has them; 32: the tiled wide kernels' score blocks): never the 0 / +inf of a fully
+// masked row, which a merge would drop as an empty part (docs/numerics.md). The other rows stay
+// finite.
 TEST(Robustness, NanInAVisibleInputMakesItsRowsNan) {
-  for (const std::int64_t q_seq : {1, 4, 32}) {
+  for (const std::int64_t q_seq : {1, 4, 16, 32}) {
     for (const char* where : {"query", "key", "pse_shift"}) {
       TestCall call = pse_call(q_seq, 2, 5);
       const FiaArgs& a = call.args;
