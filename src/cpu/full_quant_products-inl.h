@@ -197,9 +197,8 @@ HWY_INLINE void pv_block(const std::int32_t* p, std::int64_t Rp, const std::int3
 /// clamped to [-128, 127] in cpu/full_quant.cpp, E * 127 with E in [0, 1] in the MLA kernel): on
 /// AVX-512 one conversion rounding to nearest even (embedded rounding, whatever MXCSR says)
 /// instead of a rounding, a conversion and ConvertTo's overflow fix-up; on AVX2, SSE4 and SSSE3
-/// the rounding and a plain conversion. P4
-/// (in-process A/B, Emerald Rapids VM without AMX, 2 threads): 0.97x the time on AVX3 (faster in
-/// 7 of 8 alternating pairs), 0.95x on AVX2 (8 of 8).
+/// the rounding and a plain conversion. P4 (in-process A/B, Emerald Rapids VM without AMX, 2
+/// threads): 0.97x the time on AVX3 (faster in 7 of 8 alternating pairs), 0.95x on AVX2 (8 of 8).
 template <class V>
 HWY_INLINE VI nearest_int(DI di, V v) {
 #if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
