@@ -70,6 +70,44 @@ HWY_INLINE void dots(DF df, const float* q, std::int64_t kw, const typename Src:
     for (int j = 0; j < NT; ++j) out[r * os + j] = kAdd ? out[r * os + j] + sums[j][r] : sums[j][r];
 }
 
+/// What dots<Src, 1, NT, kAdd> computes, for 8 tokens of one query row (MHA decode, targets
+/// without dots4): one accumulator per token, so that 8 chains of multiply-adds are in flight
+/// where the 2-token step had 2 (its loop waited on the latency), and one sum4 per 4 tokens instead of one
+/// per token over three zero vectors. sum4 reduces each of its vectors by the same tree whatever
+/// the others hold, and a token's vectors are added in the same order, so a token's score has the
+/// same bits as in dots (the outputs of MHA decode calls compared byte for byte on AVX2, SSE4 and
+/// scalar). In-process A/B (Emerald Rapids VM, AVX2, 2 threads): cold D4 0.957x the time (faster
+/// in 14 of 16 alternating pairs), with K and V in L3 0.852x (10 of 10).
+template <class Src, bool kAdd>
+HWY_INLINE void row_dots(DF df, const float* q, const typename Src::T* k, std::int64_t ks, std::int64_t n, float* out,
+                         SpreadLines spread = {}) {
+  const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));
+  VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  std::int64_t d = 0;
+  spread.over(n / L);
+  for (; d + L <= n; d += L) {
+    spread.step();
+    VF qv = hn::LoadU(df, q + d);
+    keep_in_register(qv);
+    a0 = hn::MulAdd(qv, Src::load(df, k, d), a0);
+    a1 = hn::MulAdd(qv, Src::load(df, k + ks, d), a1);
+    a2 = hn::MulAdd(qv, Src::load(df, k + 2 * ks, d), a2);
+    a3 = hn::MulAdd(qv, Src::load(df, k + 3 * ks, d), a3);
+    a4 = hn::MulAdd(qv, Src::load(df, k + 4 * ks, d), a4);
+    a5 = hn::MulAdd(qv, Src::load(df, k + 5 * ks, d), a5);
+    a6 = hn::MulAdd(qv, Src::load(df, k + 6 * ks, d), a6);
+    a7 = hn::MulAdd(qv, Src::load(df, k + 7 * ks, d), a7);
+  }
+  spread.rest();
+  float sums[8];
+  sum4(df, a0, a1, a2, a3, sums);
+  sum4(df, a4, a5, a6, a7, sums + 4);
+  for (int j = 0; j < 8; ++j) {
+    for (std::int64_t e = d; e < n; ++e) sums[j] += q[e] * Src::one(k + j * ks, e);
+    out[j] = kAdd ? out[j] + sums[j] : sums[j];
+  }
+}
+
 /// Raw dot products (with the rope part) of ROWS rows against the tokens of one run, for each KV
 /// head of `hs` (the run's K rows, the query rows q, the scores out and the prefetches stepping
 /// from head to head): one call per block of the interleaved-head walk instead of one per head.
@@ -109,12 +147,20 @@ void run_dots(DF df, const Problem& p, const float* q, std::int64_t kw, const Kv
         dots<Src, ROWS, NT, true>(df, qh + p.qk_dim, kw, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, oh + t, os);
     };
     // Three tokens at a time for 3-4 rows of float K (12 accumulators; the L2-resident D1 walk
-    // 0.94x the time in fp16, 0.96x in bf16). Two for one or two rows (MHA's walk took 1.035x with
-    // three: there the reductions weigh, not the latency) and for int8/int4 K converted in
-    // registers (D3's walk 1.14x, D5's 1.09x with three).
+    // 0.94x the time in fp16, 0.96x in bf16). Two for two rows (MHA's walk took 1.035x with three:
+    // there the reductions weigh, not the latency), for the last tokens of one row, and for
+    // int8/int4 K converted in registers (D3's walk 1.14x, D5's 1.09x with three).
+    std::int64_t t = 0;
+    if constexpr (ROWS == 1 && FloatRowSource<Src>) {  // one row of float K: 8 tokens a step, row_dots
+      for (; t + 8 <= run.count; t += 8) {
+        row_dots<Src, false>(df, qh, k + t * run.key_stride, run.key_stride, p.qk_dim, oh + t,
+                             row_prefetches<Src>(ph, t, 8));
+        if (p.rope_dim > 0)
+          row_dots<Src, true>(df, qh + p.qk_dim, kr + t * run.rope_stride, run.rope_stride, p.rope_dim, oh + t);
+      }
+    }
     constexpr bool kThree = ROWS >= 3 && FloatRowSource<Src>;
     constexpr int kStep = kThree ? 3 : 2;
-    std::int64_t t = 0;
     for (; t + kStep <= run.count; t += kStep) tokens(t, std::integral_constant<int, kStep>());
     if (run.count - t == 2) tokens(t, std::integral_constant<int, 2>());
     if (run.count - t == 1) tokens(t, std::integral_constant<int, 1>());
