@@ -30,6 +30,7 @@
 #include "cpu/guards-inl.h"
 #include "cpu/reductions-inl.h"
 #include "cpu/decode_rows-inl.h"
+#include "cpu/decode_dots-inl.h"
 #include "cpu/decode-inl.h"
 #include "cpu/transpose-inl.h"
 #include "cpu/prefill-inl.h"
