@@ -152,6 +152,9 @@ LoopPlacement::LoopPlacement(ArenaThreads& threads, const PlacementCalls& calls)
       owner_(&t_here),
       cpus_(new std::atomic<int>[static_cast<unsigned>(threads.slots())]) {
   for (int i = 0; i < threads.slots(); ++i) cpus_[i].store(-1, std::memory_order_relaxed);
+  // Known before any task starts: a worker woken onto the owner's CPU may run there before the
+  // owner reaches its first task.
+  owner_cpu_.store(calls_.current_cpu(), std::memory_order_relaxed);
 }
 
 void LoopPlacement::task_started(int slot) {
@@ -162,7 +165,7 @@ void LoopPlacement::task_started(int slot) {
   cpus_[slot].store(cpu, std::memory_order_relaxed);
   if (&t_here == owner_) {
     owner_cpu_.store(cpu, std::memory_order_relaxed);
-    if (++owner_tasks_ == 2 && !worker_started_.load(std::memory_order_relaxed)) {
+    if (++owner_tasks_ <= 2 && !worker_started_.load(std::memory_order_relaxed)) {
       const int worker = threads_.next_worker();
       if (worker != 0 && worker != t_worker.tid && calls_.runnable_thread_cpu(worker) == cpu)
         calls_.move_thread_off(worker, &cpu, 1);

@@ -73,11 +73,14 @@ class ArenaThreads : public tbb::task_scheduler_observer {
 
 /// The placement rules of one parallel loop, applied as each task starts. The thread that
 /// constructs it runs the loop (its owner); then
-/// * a oneTBB worker on the owner's CPU, or on the CPU of a thread of the loop in a lower slot,
-///   moves itself off every CPU the loop's other threads were seen on;
-/// * when the owner starts its second task and no worker has started one yet, it moves the next
-///   recorded worker off its own CPU if that worker waits there to run: a worker queued behind
-///   the owner cannot run to move itself.
+/// * a oneTBB worker on the owner's CPU (the one it constructed the loop on, until its first
+///   task), or on the CPU of a thread of the loop in a lower slot, moves itself off every CPU the
+///   loop's other threads were seen on;
+/// * when the owner starts its first or second task and no worker has started one yet, it moves
+///   the next recorded worker off its own CPU if that worker waits there to run: a worker queued
+///   behind the owner cannot run to move itself. At the first task the loop's wake-up of its
+///   workers has been made, so a worker queued there is found a whole task earlier; at the second,
+///   one that was not yet queued at the first.
 /// Other threads (another caller's, sharing the arena) are left where they are.
 class LoopPlacement {
  public:

@@ -75,12 +75,27 @@ void as_worker(ArenaThreads& threads, const std::function<void()>& fn) {
   }).join();
 }
 
-TEST_F(LoopPlacementRules, TheOwnerMovesAWorkerQueuedOnItsCpuAtItsSecondTask) {
+TEST_F(LoopPlacementRules, TheOwnerMovesAWorkerQueuedOnItsCpuAtItsFirstTask) {
   threads.record_worker(1, 4242);
   g_queued = {4242};
   LoopPlacement loop(threads, kFake);
+  EXPECT_TRUE(moves().empty());  // nothing before a task starts
   loop.task_started(0);
+  const std::vector<Move> made = moves();
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].tid, 4242);
+  EXPECT_EQ(made[0].avoid, std::vector<int>{kCpu});
+}
+
+TEST_F(LoopPlacementRules, TheOwnerLooksAgainAtItsSecondTaskOnly) {
+  threads.record_worker(1, 4242);
+  LoopPlacement loop(threads, kFake);
+  loop.task_started(0);  // the worker not yet queued on the owner's CPU
   EXPECT_TRUE(moves().empty());
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_queued = {4242};
+  }
   loop.task_started(0);
   const std::vector<Move> made = moves();
   ASSERT_EQ(made.size(), 1u);
@@ -139,6 +154,24 @@ TEST_F(LoopPlacementRules, AWorkerOnTheOwnersCpuMovesItselfOffTheLoopsCpus) {
   ASSERT_EQ(made.size(), 1u);
   EXPECT_EQ(made[0].by, worker);
   EXPECT_EQ(made[0].tid, 0);  // itself
+  bool avoids_owner = false;
+  for (int c : made[0].avoid) avoids_owner |= c == kCpu;
+  EXPECT_TRUE(avoids_owner) << ::testing::PrintToString(made[0].avoid);
+}
+
+// Woken onto the owner's CPU, a worker may run there before the owner has started a task: the
+// owner's CPU is known from the loop's construction.
+TEST_F(LoopPlacementRules, AWorkerThatStartsBeforeTheOwnerMovesOffTheOwnersCpu) {
+  LoopPlacement loop(threads, kFake);
+  std::thread::id worker;
+  as_worker(threads, [&] {
+    worker = std::this_thread::get_id();
+    loop.task_started(1);
+  });
+  const std::vector<Move> made = moves();
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].by, worker);
+  EXPECT_EQ(made[0].tid, 0);
   bool avoids_owner = false;
   for (int c : made[0].avoid) avoids_owner |= c == kCpu;
   EXPECT_TRUE(avoids_owner) << ::testing::PrintToString(made[0].avoid);
