@@ -209,7 +209,7 @@ void parallel_each(const Problem& p, const CpuPlan& plan, const Slots& slots, st
     for (std::int64_t i = begin; i < end; ++i) fn(i, s);
     return;
   }
-  LoopPlacement placement(slots.arena->threads);
+  LoopPlacement placement(slots.arena->threads, end - begin);
   tbb::parallel_for(
       tbb::blocked_range<std::int64_t>(begin, end, 1),
       [&](const tbb::blocked_range<std::int64_t>& r) {

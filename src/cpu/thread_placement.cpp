@@ -146,15 +146,14 @@ void ArenaThreads::on_scheduler_entry(bool is_worker) {
   record_worker(tbb::this_task_arena::current_thread_index(), t_worker.tid);
 }
 
-LoopPlacement::LoopPlacement(ArenaThreads& threads, const PlacementCalls& calls)
+LoopPlacement::LoopPlacement(ArenaThreads& threads, std::int64_t tasks, const PlacementCalls& calls)
     : threads_(threads),
       calls_(calls),
       owner_(&t_here),
-      cpus_(new std::atomic<int>[static_cast<unsigned>(threads.slots())]) {
+      cpus_(new std::atomic<int>[static_cast<unsigned>(threads.slots())]),
+      owner_cpu_(calls.current_cpu()),
+      several_(tasks > 1) {
   for (int i = 0; i < threads.slots(); ++i) cpus_[i].store(-1, std::memory_order_relaxed);
-  // Known before any task starts: a worker woken onto the owner's CPU may run there before the
-  // owner reaches its first task.
-  owner_cpu_.store(calls_.current_cpu(), std::memory_order_relaxed);
 }
 
 void LoopPlacement::task_started(int slot) {
@@ -165,7 +164,7 @@ void LoopPlacement::task_started(int slot) {
   cpus_[slot].store(cpu, std::memory_order_relaxed);
   if (&t_here == owner_) {
     owner_cpu_.store(cpu, std::memory_order_relaxed);
-    if (++owner_tasks_ <= 2 && !worker_started_.load(std::memory_order_relaxed)) {
+    if (several_ && ++owner_tasks_ <= 2 && !worker_started_.load(std::memory_order_relaxed)) {
       const int worker = threads_.next_worker();
       if (worker != 0 && worker != t_worker.tid && calls_.runnable_thread_cpu(worker) == cpu)
         calls_.move_thread_off(worker, &cpu, 1);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include <tbb/task_arena.h>
@@ -73,18 +74,21 @@ class ArenaThreads : public tbb::task_scheduler_observer {
 
 /// The placement rules of one parallel loop, applied as each task starts. The thread that
 /// constructs it runs the loop (its owner); then
-/// * a oneTBB worker on the owner's CPU (the one it constructed the loop on, until its first
-///   task), or on the CPU of a thread of the loop in a lower slot, moves itself off every CPU the
-///   loop's other threads were seen on;
-/// * when the owner starts its first or second task and no worker has started one yet, it moves
-///   the next recorded worker off its own CPU if that worker waits there to run: a worker queued
-///   behind the owner cannot run to move itself. At the first task the loop's wake-up of its
-///   workers has been made, so a worker queued there is found a whole task earlier; at the second,
-///   one that was not yet queued at the first.
+/// * a oneTBB worker on the owner's CPU (the CPU the owner set the loop up on until the owner
+///   starts a task, then the one its latest task started on), or on the CPU of a thread of the
+///   loop in a lower slot, moves itself off every CPU the loop's other threads were seen on: a
+///   worker woken onto the owner's CPU may run there before the owner starts its first task;
+/// * in a loop of more than one task, when the owner starts its first or second task and no
+///   worker has started one yet, it moves the next recorded worker off its own CPU if that worker
+///   waits there to run: a worker queued behind the owner cannot run to move itself. By its first
+///   task the loop has asked for its workers to be woken (its other tasks are spawned before the
+///   first runs), so one queued there is found a task earlier; at the second, the next recorded
+///   worker in turn (with one worker, the same one), which may not have been queued at the first.
 /// Other threads (another caller's, sharing the arena) are left where they are.
 class LoopPlacement {
  public:
-  explicit LoopPlacement(ArenaThreads& threads, const PlacementCalls& calls = system_placement_calls());
+  /// For a loop of `tasks` tasks, run by the calling thread.
+  LoopPlacement(ArenaThreads& threads, std::int64_t tasks, const PlacementCalls& calls = system_placement_calls());
   /// Called by the thread running `slot` (tbb::this_task_arena::current_thread_index()) at the
   /// start of each of its tasks.
   void task_started(int slot);
@@ -94,7 +98,8 @@ class LoopPlacement {
   const PlacementCalls& calls_;
   const char* const owner_;  // a thread_local's address on the owner
   std::unique_ptr<std::atomic<int>[]> cpus_;  // per slot, the CPU its last task started on
-  std::atomic<int> owner_cpu_{-1};
+  std::atomic<int> owner_cpu_;  // where the owner set the loop up, then where its latest task started
+  const bool several_;          // more than one task: a worker may be woken (the owner looks for it)
   std::atomic<bool> worker_started_{false};
   std::atomic<bool> no_room_{false};  // a worker's move found no other CPU: no more tries
   int owner_tasks_ = 0;                // touched by the owner only

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -50,6 +51,7 @@ bool fake_move(int tid, const int* avoid, int count) {
   return g_move_result;
 }
 const PlacementCalls kFake{fake_cpu, fake_runnable_cpu, fake_move};
+constexpr std::int64_t kTasks = 8;
 
 class LoopPlacementRules : public ::testing::Test {
  protected:
@@ -78,7 +80,7 @@ void as_worker(ArenaThreads& threads, const std::function<void()>& fn) {
 TEST_F(LoopPlacementRules, TheOwnerMovesAWorkerQueuedOnItsCpuAtItsFirstTask) {
   threads.record_worker(1, 4242);
   g_queued = {4242};
-  LoopPlacement loop(threads, kFake);
+  LoopPlacement loop(threads, kTasks, kFake);
   EXPECT_TRUE(moves().empty());  // nothing before a task starts
   loop.task_started(0);
   const std::vector<Move> made = moves();
@@ -87,9 +89,9 @@ TEST_F(LoopPlacementRules, TheOwnerMovesAWorkerQueuedOnItsCpuAtItsFirstTask) {
   EXPECT_EQ(made[0].avoid, std::vector<int>{kCpu});
 }
 
-TEST_F(LoopPlacementRules, TheOwnerLooksAgainAtItsSecondTaskOnly) {
+TEST_F(LoopPlacementRules, TheOwnerLooksAgainAtItsSecondTaskAndNoLater) {
   threads.record_worker(1, 4242);
-  LoopPlacement loop(threads, kFake);
+  LoopPlacement loop(threads, kTasks, kFake);
   loop.task_started(0);  // the worker not yet queued on the owner's CPU
   EXPECT_TRUE(moves().empty());
   {
@@ -105,16 +107,40 @@ TEST_F(LoopPlacementRules, TheOwnerLooksAgainAtItsSecondTaskOnly) {
   EXPECT_EQ(moves().size(), 1u);
 }
 
+// A loop of one task spawns none and wakes no worker: nothing to look for.
+TEST_F(LoopPlacementRules, TheOwnerOfALoopOfOneTaskDoesNotLook) {
+  threads.record_worker(1, 4242);
+  g_queued = {4242};
+  LoopPlacement loop(threads, 1, kFake);
+  loop.task_started(0);
+  EXPECT_TRUE(moves().empty());
+}
+
+TEST_F(LoopPlacementRules, AnOwnerThatIsAWorkerNeverMovesItself) {
+  as_worker(threads, [&] {
+    const int me = current_thread_id();
+    threads.record_worker(1, me);
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_queued = {me};
+    }
+    LoopPlacement loop(threads, kTasks, kFake);
+    loop.task_started(1);
+    loop.task_started(1);
+  });
+  EXPECT_TRUE(moves().empty());
+}
+
 TEST_F(LoopPlacementRules, TheOwnerLeavesWorkersThatWaitElsewhereOrStarted) {
   threads.record_worker(1, 4242);
   {
-    LoopPlacement loop(threads, kFake);  // not queued on the owner's CPU
+    LoopPlacement loop(threads, kTasks, kFake);  // not queued on the owner's CPU
     loop.task_started(0);
     loop.task_started(0);
   }
   g_queued = {4242};
   {
-    LoopPlacement loop(threads, kFake);  // a worker has started a task already
+    LoopPlacement loop(threads, kTasks, kFake);  // a worker has started a task already
     as_worker(threads, [&] { loop.task_started(1); });
     const auto before = moves().size();
     loop.task_started(0);
@@ -123,7 +149,7 @@ TEST_F(LoopPlacementRules, TheOwnerLeavesWorkersThatWaitElsewhereOrStarted) {
   }
   {
     ArenaThreads none(arena);  // no worker recorded
-    LoopPlacement loop(none, kFake);
+    LoopPlacement loop(none, kTasks, kFake);
     const auto before = moves().size();
     loop.task_started(0);
     loop.task_started(0);
@@ -143,7 +169,7 @@ TEST_F(LoopPlacementRules, AWorkerThatEndsIsForgotten) {
 }
 
 TEST_F(LoopPlacementRules, AWorkerOnTheOwnersCpuMovesItselfOffTheLoopsCpus) {
-  LoopPlacement loop(threads, kFake);
+  LoopPlacement loop(threads, kTasks, kFake);
   loop.task_started(0);
   std::thread::id worker;
   as_worker(threads, [&] {
@@ -162,7 +188,7 @@ TEST_F(LoopPlacementRules, AWorkerOnTheOwnersCpuMovesItselfOffTheLoopsCpus) {
 // Woken onto the owner's CPU, a worker may run there before the owner has started a task: the
 // owner's CPU is known from the loop's construction.
 TEST_F(LoopPlacementRules, AWorkerThatStartsBeforeTheOwnerMovesOffTheOwnersCpu) {
-  LoopPlacement loop(threads, kFake);
+  LoopPlacement loop(threads, kTasks, kFake);
   std::thread::id worker;
   as_worker(threads, [&] {
     worker = std::this_thread::get_id();
@@ -178,7 +204,7 @@ TEST_F(LoopPlacementRules, AWorkerThatStartsBeforeTheOwnerMovesOffTheOwnersCpu) 
 }
 
 TEST_F(LoopPlacementRules, OtherThreadsAndTheOwnerNeverMove) {
-  LoopPlacement loop(threads, kFake);
+  LoopPlacement loop(threads, kTasks, kFake);
   loop.task_started(0);
   std::thread([&] { loop.task_started(1); }).join();  // another caller's thread in slot 1
   loop.task_started(0);
@@ -187,7 +213,7 @@ TEST_F(LoopPlacementRules, OtherThreadsAndTheOwnerNeverMove) {
 
 TEST_F(LoopPlacementRules, AWorkerThatFindsNoRoomStopsTheLoopsTries) {
   g_move_result = false;
-  LoopPlacement loop(threads, kFake);
+  LoopPlacement loop(threads, kTasks, kFake);
   loop.task_started(0);
   as_worker(threads, [&] {
     loop.task_started(1);
@@ -217,7 +243,7 @@ TEST_F(LoopPlacementRules, CallersSharingAnArenaAreNeverMoved) {
         }
         for (int call = 0; call < 10; ++call)
           shared.execute([&] {
-            LoopPlacement loop(observed, kFake);
+            LoopPlacement loop(observed, kTasks, kFake);
             tbb::parallel_for(
                 tbb::blocked_range<int>(0, 8, 1),
                 [&](const tbb::blocked_range<int>&) {
