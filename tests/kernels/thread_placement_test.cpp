@@ -168,39 +168,35 @@ TEST_F(LoopPlacementRules, AWorkerThatEndsIsForgotten) {
   EXPECT_EQ(threads.next_worker(), 0) << "thread " << tid << " ended, its id may name another";
 }
 
-TEST_F(LoopPlacementRules, AWorkerOnTheOwnersCpuMovesItselfOffTheLoopsCpus) {
-  LoopPlacement loop(threads, kTasks, kFake);
-  loop.task_started(0);
+/// Starts a task of `loop` in slot 1 on a worker thread and expects that worker to have moved
+/// itself, once, off the owner's CPU (kCpu) among others.
+void expect_worker_moves_off_owner(ArenaThreads& threads, LoopPlacement& loop, const std::vector<Move>& before) {
   std::thread::id worker;
   as_worker(threads, [&] {
     worker = std::this_thread::get_id();
     loop.task_started(1);
   });
-  const std::vector<Move> made = moves();
-  ASSERT_EQ(made.size(), 1u);
-  EXPECT_EQ(made[0].by, worker);
-  EXPECT_EQ(made[0].tid, 0);  // itself
+  std::lock_guard<std::mutex> lock(g_mu);
+  ASSERT_EQ(g_moves.size(), before.size() + 1);
+  const Move& made = g_moves.back();
+  EXPECT_EQ(made.by, worker);
+  EXPECT_EQ(made.tid, 0);  // itself
   bool avoids_owner = false;
-  for (int c : made[0].avoid) avoids_owner |= c == kCpu;
-  EXPECT_TRUE(avoids_owner) << ::testing::PrintToString(made[0].avoid);
+  for (int c : made.avoid) avoids_owner |= c == kCpu;
+  EXPECT_TRUE(avoids_owner) << ::testing::PrintToString(made.avoid);
+}
+
+TEST_F(LoopPlacementRules, AWorkerOnTheOwnersCpuMovesItselfOffTheLoopsCpus) {
+  LoopPlacement loop(threads, kTasks, kFake);
+  loop.task_started(0);
+  expect_worker_moves_off_owner(threads, loop, moves());
 }
 
 // Woken onto the owner's CPU, a worker may run there before the owner has started a task: the
 // owner's CPU is known from the loop's construction.
 TEST_F(LoopPlacementRules, AWorkerThatStartsBeforeTheOwnerMovesOffTheOwnersCpu) {
   LoopPlacement loop(threads, kTasks, kFake);
-  std::thread::id worker;
-  as_worker(threads, [&] {
-    worker = std::this_thread::get_id();
-    loop.task_started(1);
-  });
-  const std::vector<Move> made = moves();
-  ASSERT_EQ(made.size(), 1u);
-  EXPECT_EQ(made[0].by, worker);
-  EXPECT_EQ(made[0].tid, 0);
-  bool avoids_owner = false;
-  for (int c : made[0].avoid) avoids_owner |= c == kCpu;
-  EXPECT_TRUE(avoids_owner) << ::testing::PrintToString(made[0].avoid);
+  expect_worker_moves_off_owner(threads, loop, moves());
 }
 
 TEST_F(LoopPlacementRules, OtherThreadsAndTheOwnerNeverMove) {
