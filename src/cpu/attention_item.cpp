@@ -233,20 +233,18 @@ void recompute_row(const Problem& p, std::int64_t b, std::int64_t n, std::int64_
 void item_finalize(const Problem& p, const WorkItem& item, const float* m, const float* l, float* acc,
                    const OutputRows& dst) {
   const std::int64_t G = p.group, vd = p.v_dim;
-  const std::int64_t R = packed_rows(item);
   const std::size_t out_es = dtype_size(p.out_dtype);
-  for (std::int64_t r = 0; r < R; ++r) {
-    const std::int64_t n = item.query_head(G, r), i = item.query_row(r);
+  item.for_each_row(G, [&](std::int64_t r, std::int64_t n, std::int64_t i) {
     auto* orow = static_cast<std::byte*>(const_cast<void*>(dst.out.base)) +
                  dst.out.offset(item.b, n, i) * static_cast<std::int64_t>(out_es);
     if (m[r] == kNegInf) {  // fully masked: 0 (or quantize(0)) / +inf (25.1 #1, #3)
       write_output_row(p, n, nullptr, orow);
-      continue;
+      return;
     }
     float* ar = acc + r * vd;
     if (!stats_in_range(m[r], l[r])) {
       recompute_row(p, item.b, n, i, dst);
-      continue;
+      return;
     }
     float lse;
     float norm = row_norm(p, n, m[r], l[r], &lse);
@@ -254,18 +252,18 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
     if (!p.post_quant.on) {
       if (!scale_store_row(ar, vd, norm, p.out_dtype, orow)) {  // P·V overflowed
         recompute_row(p, item.b, n, i, dst);
-        continue;
+        return;
       }
     } else {
       if (!std::all_of(ar, ar + vd, [](float x) { return std::isfinite(x); })) {
         recompute_row(p, item.b, n, i, dst);
-        continue;
+        return;
       }
       for (std::int64_t d = 0; d < vd; ++d) ar[d] *= norm;
       write_output_row(p, n, ar, orow);
     }
     if (p.lse) static_cast<float*>(const_cast<void*>(dst.lse.base))[dst.lse.offset(item.b, n, i)] = lse;
-  }
+  });
 }
 
 }  // namespace fia::detail

@@ -64,13 +64,12 @@ HWY_INLINE void widen_query_rows(const Problem& p, const WorkItem& it, float* ds
   using T = typename QSrc::T;
   const std::size_t es = sizeof(T);
   const std::int64_t kw = p.qk_dim + p.rope_dim;
-  for (std::int64_t r = 0; r < packed_rows(it); ++r) {
-    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+  it.for_each_row(p.group, [&](std::int64_t r, std::int64_t n, std::int64_t i) {
     widen_row<QSrc>(reinterpret_cast<const T*>(element_at(p.query.base, p.query.offset(it.b, n, i), es)), p.qk_dim, dst + r * kw);
     if (p.rope_dim > 0)
       widen_row<QSrc>(reinterpret_cast<const T*>(element_at(p.query_rope.base, p.query_rope.offset(it.b, n, i), es)),
                       p.rope_dim, dst + r * kw + p.qk_dim);
-  }
+  });
 }
 
 /// KV columns per tile of a narrow item: as many as keep the tile's P rows (all packed rows) within

@@ -113,15 +113,15 @@ struct SpreadLines {
 
 /// Prefetches into L2 every cache line of the first `elems` elements (`es` bytes each) of item
 /// it's rows in `rows` (rows of a query-shaped tensor: query, query_rope, attention_out). Always
-/// inlined (HWY_INLINE), as are its callers: GCC takes a function whose only effect is
-/// prefetching for one without effects and drops its calls (it had dropped every call of these
-/// three in cpu/run.cpp).
+/// inlined (HWY_INLINE), as are its callers, WorkItem::for_each_row and the lambda it calls: GCC
+/// takes a function whose only effect is prefetching for one without effects and drops its calls
+/// (it had dropped every call of these three in cpu/run.cpp, and did again with the lambda not
+/// forced inline).
 HWY_INLINE void prefetch_item_rows(const Problem& p, const WorkItem& it, const RowIndex& rows, std::size_t es,
                                    std::int64_t elems) {
-  for (std::int64_t r = 0; r < packed_rows(it); ++r) {
-    const std::int64_t n = it.query_head(p.group, r), i = it.query_row(r);
+  it.for_each_row(p.group, [&](std::int64_t, std::int64_t n, std::int64_t i) __attribute__((always_inline)) {
     prefetch_row(element_at(rows.base, rows.offset(it.b, n, i), es), elems * static_cast<std::int64_t>(es));
-  }
+  });
 }
 
 /// Prefetches into L2 every cache line of the query rows (and their rope parts) of item it. A

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <hwy/base.h>
+
 #include "problem/problem.hpp"
 
 namespace fia::detail {
@@ -47,6 +49,18 @@ struct WorkItem {
     return (h + (r / heads) % kv_heads) * group + head0 + r % heads;
   }
   std::int64_t query_row(std::int64_t r) const { return row_begin + r / (heads * kv_heads); }
+
+  /// Calls fn(r, query_head(group, r), query_row(r)) for every packed row r in order, counting
+  /// instead of dividing (a 64-bit division per row and index cost P2 about 2 % of its time).
+  /// Always inlined: GCC drops calls of a function whose only effect is prefetching
+  /// (cpu/item_common.hpp's prefetch_item_rows).
+  template <class Fn>
+  HWY_INLINE void for_each_row(std::int64_t group, Fn&& fn) const {
+    std::int64_t r = 0;
+    for (std::int64_t i = row_begin; i < row_end; ++i)
+      for (std::int64_t kv = 0; kv < kv_heads; ++kv)
+        for (std::int64_t g = 0, n = (h + kv) * group + head0; g < heads; ++g, ++r, ++n) fn(r, n, i);
+  }
 };
 
 /// Packed rows from which an item uses the wide (prefill) kernels, and the multiple its rows are

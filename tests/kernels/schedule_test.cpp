@@ -181,5 +181,30 @@ TEST(ForcedSchedule, SmallCallsRunOnTheCallingThread) {
   }
 }
 
+/// The packed rows of an item (the query heads that share a KV head packed together, FIA-SPEC 4:
+/// query row, then KV head, then query head within it) as for_each_row walks them, against
+/// query_head and query_row, for items of one or several KV heads and query heads, starting past
+/// row 0, head 0 and KV head 0.
+TEST(ForcedSchedule, ItemRowsWalkThePackedRowsInOrder) {
+  for (const std::int64_t kv_heads : {1, 3})
+    for (const std::int64_t heads : {1, 2, 5}) {
+      detail::WorkItem it;
+      it.h = 2;
+      it.kv_heads = kv_heads;
+      it.head0 = 1;
+      it.heads = heads;
+      it.row_begin = 7;
+      it.row_end = 11;
+      const std::int64_t group = 8;
+      std::int64_t next = 0;
+      it.for_each_row(group, [&](std::int64_t r, std::int64_t n, std::int64_t i) {
+        EXPECT_EQ(r, next++);
+        EXPECT_EQ(n, it.query_head(group, r)) << "row " << r;
+        EXPECT_EQ(i, it.query_row(r)) << "row " << r;
+      });
+      EXPECT_EQ(next, detail::packed_rows(it)) << kv_heads << " KV heads, " << heads << " heads";
+    }
+}
+
 }  // namespace
 }  // namespace fia::test
