@@ -32,9 +32,10 @@ HWY_INLINE VF round_p(DF df, VF e, DType t) {
   return e;
 }
 
-/// The P cast of the vector at x: E = exp(x - m) (vm holds m), x becomes round(E); returns sum + E.
+/// The P cast of the vector at x: E = exp(x - m) (vm holds m, the row max: x - m <= 0 or NaN),
+/// x becomes round(E); returns sum + E.
 HWY_INLINE VF p_cast_vector(DF df, float* x, VF vm, VF sum, DType t) {
-  const VF e = softmax_exp(df, hn::Sub(hn::LoadU(df, x), vm));
+  const VF e = softmax_exp<true>(df, hn::Sub(hn::LoadU(df, x), vm));
   hn::StoreU(round_p(df, e, t), df, x);
   return hn::Add(sum, e);
 }
@@ -49,7 +50,7 @@ HWY_INLINE VF p_cast_vectors(DF df, float* x, std::int64_t stride, VF vm, VF sum
   constexpr int N = kExpVectors;
   VF e[N];
   FIA_EACH_VECTOR(k) { e[k] = hn::Sub(hn::LoadU(df, x + k * stride), vm); }
-  softmax_exps<N>(df, e);
+  softmax_exps<N, true>(df, e);
   FIA_EACH_VECTOR(k) { sum = hn::Add(sum, e[k]); }
   FIA_EACH_VECTOR(k) { hn::StoreU(round_p(df, e[k], t), df, x + k * stride); }
   return sum;

@@ -54,15 +54,18 @@ HWY_INLINE hn::Vec<DI> truncate_to_int(DI di, V q) {
 /// vectors lie in [-86, 88] (softmax scores within 86 of their max, the common case), q is added
 /// to poly's exponent bits instead (the tile's P cast on AVX2, Zen 4: 0.88x the time per vector in
 /// a standalone loop).
-template <int N, class D>
+/// kNonPositive: every x is at most 0 or NaN (x = S - m, m the row max), so that Exp's rounding
+/// term 0.5 with the sign of x is -0.5 but for x = +0, where q is 0 either way (trunc(-0.5) = -0
+/// scales by 2^-0): one constant instead of 1-2 instructions per vector.
+template <int N, bool kNonPositive = false, class D>
 HWY_INLINE void softmax_exps(D df, hn::Vec<D>* x) {
   using V = hn::Vec<D>;
   const hn::Rebind<std::int32_t, D> di;
   using VI = hn::Vec<decltype(di)>;
   V q[N], r[N], r2[N], r4[N], poly[N];
   FIA_EACH_VECTOR(k) {
-    q[k] = hn::MulAdd(x[k], hn::Set(df, 1.442695040888963407359924681f),
-                      hn::Or(hn::Set(df, 0.5f), hn::And(x[k], hn::Set(df, -0.0f))));
+    const V half = kNonPositive ? hn::Set(df, -0.5f) : hn::Or(hn::Set(df, 0.5f), hn::And(x[k], hn::Set(df, -0.0f)));
+    q[k] = hn::MulAdd(x[k], hn::Set(df, 1.442695040888963407359924681f), half);
   }
 #if HWY_TARGET == HWY_AVX3
   constexpr bool kScalef = hn::MaxLanes(D()) == 16;
@@ -123,12 +126,12 @@ HWY_INLINE void softmax_exps(D df, hn::Vec<D>* x) {
 #endif  // !HWY_HAVE_SCALABLE
 
 /// e^x for the softmax exponentials: softmax_exps of one vector (on SVE, Exp itself).
-template <class D>
+template <bool kNonPositive = false, class D>
 HWY_INLINE hn::Vec<D> softmax_exp(D df, hn::Vec<D> x) {
 #if HWY_HAVE_SCALABLE
   return hn::Exp(df, x);
 #else
-  softmax_exps<1>(df, &x);
+  softmax_exps<1, kNonPositive>(df, &x);
   return x;
 #endif
 }

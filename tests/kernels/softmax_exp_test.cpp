@@ -44,6 +44,24 @@ void ExpBothForTest(const float* x, float* ours, float* together, float* theirs,
 #endif
 }
 
+/// out[i] = e^x[i] as the P cast takes it: softmax_exps<5, true> (x <= 0 or NaN), one vector at a
+/// time for the last vectors of a group of fewer than five (softmax_exp<true>); n a multiple of
+/// the lane count.
+void ExpNonPositiveForTest(const float* x, float* out, std::size_t n) {
+  const hn::ScalableTag<float> df;
+  const std::size_t L = hn::Lanes(df);
+  std::size_t i = 0;
+#if !HWY_HAVE_SCALABLE
+  for (; i + 5 * L <= n; i += 5 * L) {
+    hn::Vec<decltype(df)> v[5];
+    for (std::size_t k = 0; k < 5; ++k) v[k] = hn::LoadU(df, x + i + k * L);
+    softmax_exps<5, true>(df, v);
+    for (std::size_t k = 0; k < 5; ++k) hn::StoreU(v[k], df, out + i + k * L);
+  }
+#endif
+  for (; i < n; i += L) hn::StoreU(softmax_exp<true>(df, hn::LoadU(df, x + i)), df, out + i);
+}
+
 }  // namespace fia::detail::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -54,6 +72,7 @@ HWY_AFTER_NAMESPACE();
 
 namespace fia::detail {
 HWY_EXPORT(ExpBothForTest);
+HWY_EXPORT(ExpNonPositiveForTest);
 }  // namespace fia::detail
 
 namespace {
@@ -105,6 +124,32 @@ TEST(SoftmaxExp, IsHighwaysExpBitForBitOnEveryIsa) {
       if (a != b && shown++ < 5) ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << ours[i] << ", Exp gives " << theirs[i];
       if (t != b && shown++ < 5)
         ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << together[i] << " five vectors at a time, Exp gives " << theirs[i];
+    }
+    EXPECT_EQ(shown, 0) << isa << ": differing results";
+  }
+  fia::detail::force_isa("");
+}
+
+/// The P cast's exponentials (kNonPositive: x = S - m <= 0, -inf or NaN) are Exp bit for bit too,
+/// +0 and -0 included, over every such argument of arguments() and a few vectors of 0.
+TEST(SoftmaxExp, NonPositiveArgumentsAreHighwaysExpBitForBit) {
+  std::vector<float> x;
+  for (const float v : arguments())
+    if (!(v > 0.0f)) x.push_back(v);
+  x.insert(x.end(), 64, 0.0f);
+  x.insert(x.end(), 64, -0.0f);
+  while (x.size() % 320 != 0) x.push_back(0.0f);
+  std::vector<float> ours(x.size()), unused(x.size()), theirs(x.size());
+  for (const std::string& isa : fia::detail::available_isas()) {
+    ASSERT_TRUE(fia::detail::force_isa(isa));
+    HWY_DYNAMIC_DISPATCH(fia::detail::ExpNonPositiveForTest)(x.data(), ours.data(), x.size());
+    HWY_DYNAMIC_DISPATCH(fia::detail::ExpBothForTest)(x.data(), unused.data(), unused.data(), theirs.data(), x.size());
+    int shown = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      std::uint32_t a, b;
+      std::memcpy(&a, &ours[i], 4);
+      std::memcpy(&b, &theirs[i], 4);
+      if (a != b && shown++ < 5) ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << ours[i] << ", Exp gives " << theirs[i];
     }
     EXPECT_EQ(shown, 0) << isa << ": differing results";
   }
