@@ -44,22 +44,23 @@ void ExpBothForTest(const float* x, float* ours, float* together, float* theirs,
 #endif
 }
 
-/// out[i] = e^x[i] as the P cast takes it: softmax_exps<5, true> (x <= 0 or NaN), one vector at a
-/// time for the last vectors of a group of fewer than five (softmax_exp<true>); n a multiple of
-/// the lane count.
-void ExpNonPositiveForTest(const float* x, float* out, std::size_t n) {
+/// e^x[i] as the P cast takes it (x <= 0 or NaN): one[i] by softmax_exp<true>, four[i] by
+/// softmax_exps<4, true> of x[i] and the next three vectors (softmax_exp<true> where the vectors
+/// are sizeless); n a multiple of four times the lane count.
+void ExpNonPositiveForTest(const float* x, float* one, float* four, std::size_t n) {
   const hn::ScalableTag<float> df;
   const std::size_t L = hn::Lanes(df);
-  std::size_t i = 0;
-#if !HWY_HAVE_SCALABLE
-  for (; i + 5 * L <= n; i += 5 * L) {
-    hn::Vec<decltype(df)> v[5];
-    for (std::size_t k = 0; k < 5; ++k) v[k] = hn::LoadU(df, x + i + k * L);
-    softmax_exps<5, true>(df, v);
-    for (std::size_t k = 0; k < 5; ++k) hn::StoreU(v[k], df, out + i + k * L);
+  for (std::size_t i = 0; i < n; i += L) hn::StoreU(softmax_exp<true>(df, hn::LoadU(df, x + i)), df, one + i);
+#if HWY_HAVE_SCALABLE
+  for (std::size_t i = 0; i < n; i += L) hn::StoreU(softmax_exp<true>(df, hn::LoadU(df, x + i)), df, four + i);
+#else
+  for (std::size_t i = 0; i < n; i += 4 * L) {
+    hn::Vec<decltype(df)> v[4];
+    for (std::size_t k = 0; k < 4; ++k) v[k] = hn::LoadU(df, x + i + k * L);
+    softmax_exps<4, true>(df, v);
+    for (std::size_t k = 0; k < 4; ++k) hn::StoreU(v[k], df, four + i + k * L);
   }
 #endif
-  for (; i < n; i += L) hn::StoreU(softmax_exp<true>(df, hn::LoadU(df, x + i)), df, out + i);
 }
 
 }  // namespace fia::detail::HWY_NAMESPACE
@@ -139,17 +140,20 @@ TEST(SoftmaxExp, NonPositiveArgumentsAreHighwaysExpBitForBit) {
   x.insert(x.end(), 64, 0.0f);
   x.insert(x.end(), 64, -0.0f);
   while (x.size() % 320 != 0) x.push_back(0.0f);
-  std::vector<float> ours(x.size()), unused(x.size()), theirs(x.size());
+  std::vector<float> one(x.size()), four(x.size()), unused(x.size()), theirs(x.size());
   for (const std::string& isa : fia::detail::available_isas()) {
     ASSERT_TRUE(fia::detail::force_isa(isa));
-    HWY_DYNAMIC_DISPATCH(fia::detail::ExpNonPositiveForTest)(x.data(), ours.data(), x.size());
+    HWY_DYNAMIC_DISPATCH(fia::detail::ExpNonPositiveForTest)(x.data(), one.data(), four.data(), x.size());
     HWY_DYNAMIC_DISPATCH(fia::detail::ExpBothForTest)(x.data(), unused.data(), unused.data(), theirs.data(), x.size());
     int shown = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
-      std::uint32_t a, b;
-      std::memcpy(&a, &ours[i], 4);
+      std::uint32_t a, f, b;
+      std::memcpy(&a, &one[i], 4);
+      std::memcpy(&f, &four[i], 4);
       std::memcpy(&b, &theirs[i], 4);
-      if (a != b && shown++ < 5) ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << ours[i] << ", Exp gives " << theirs[i];
+      if (a != b && shown++ < 5) ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << one[i] << ", Exp gives " << theirs[i];
+      if (f != b && shown++ < 5)
+        ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << four[i] << " four vectors at a time, Exp gives " << theirs[i];
     }
     EXPECT_EQ(shown, 0) << isa << ": differing results";
   }
