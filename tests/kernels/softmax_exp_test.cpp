@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cpu/softmax_exp-inl.h"
@@ -110,23 +112,37 @@ std::vector<float> arguments() {
   return x;
 }
 
+/// Results of one way of computing e^x, and how (appended to a failure's message).
+struct Results {
+  const std::vector<float>* values;
+  const char* how;
+};
+
+/// How many results of `ours` differ in any bit from Exp's results `theirs` for the arguments x,
+/// each way at each argument in turn; the first five are reported as failures.
+int differences(const std::string& isa, const std::vector<float>& x, std::initializer_list<Results> ours,
+                const std::vector<float>& theirs) {
+  int shown = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    for (const Results& r : ours) {
+      std::uint32_t a, b;
+      std::memcpy(&a, &(*r.values)[i], 4);
+      std::memcpy(&b, &theirs[i], 4);
+      if (a != b && shown++ < 5)
+        ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << (*r.values)[i] << r.how << ", Exp gives " << theirs[i];
+    }
+  }
+  return shown;
+}
+
 TEST(SoftmaxExp, IsHighwaysExpBitForBitOnEveryIsa) {
   const std::vector<float> x = arguments();
   std::vector<float> ours(x.size()), together(x.size()), theirs(x.size());
   for (const std::string& isa : fia::detail::available_isas()) {
     ASSERT_TRUE(fia::detail::force_isa(isa));
     HWY_DYNAMIC_DISPATCH(fia::detail::ExpBothForTest)(x.data(), ours.data(), together.data(), theirs.data(), x.size());
-    int shown = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      std::uint32_t a, t, b;
-      std::memcpy(&a, &ours[i], 4);
-      std::memcpy(&t, &together[i], 4);
-      std::memcpy(&b, &theirs[i], 4);
-      if (a != b && shown++ < 5) ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << ours[i] << ", Exp gives " << theirs[i];
-      if (t != b && shown++ < 5)
-        ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << together[i] << " five vectors at a time, Exp gives " << theirs[i];
-    }
-    EXPECT_EQ(shown, 0) << isa << ": differing results";
+    EXPECT_EQ(differences(isa, x, {{&ours, ""}, {&together, " five vectors at a time"}}, theirs), 0)
+        << isa << ": differing results";
   }
   fia::detail::force_isa("");
 }
@@ -145,17 +161,8 @@ TEST(SoftmaxExp, NonPositiveArgumentsAreHighwaysExpBitForBit) {
     ASSERT_TRUE(fia::detail::force_isa(isa));
     HWY_DYNAMIC_DISPATCH(fia::detail::ExpNonPositiveForTest)(x.data(), one.data(), four.data(), x.size());
     HWY_DYNAMIC_DISPATCH(fia::detail::ExpBothForTest)(x.data(), unused.data(), unused.data(), theirs.data(), x.size());
-    int shown = 0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      std::uint32_t a, f, b;
-      std::memcpy(&a, &one[i], 4);
-      std::memcpy(&f, &four[i], 4);
-      std::memcpy(&b, &theirs[i], 4);
-      if (a != b && shown++ < 5) ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << one[i] << ", Exp gives " << theirs[i];
-      if (f != b && shown++ < 5)
-        ADD_FAILURE() << isa << ": exp(" << x[i] << ") = " << four[i] << " four vectors at a time, Exp gives " << theirs[i];
-    }
-    EXPECT_EQ(shown, 0) << isa << ": differing results";
+    EXPECT_EQ(differences(isa, x, {{&one, ""}, {&four, " four vectors at a time"}}, theirs), 0)
+        << isa << ": differing results";
   }
   fia::detail::force_isa("");
 }
