@@ -146,13 +146,15 @@ void ArenaThreads::on_scheduler_entry(bool is_worker) {
   record_worker(tbb::this_task_arena::current_thread_index(), t_worker.tid);
 }
 
-LoopPlacement::LoopPlacement(ArenaThreads& threads, std::int64_t tasks, const PlacementCalls& calls)
+LoopPlacement::LoopPlacement(ArenaThreads& threads, std::int64_t tasks, const PlacementCalls& calls,
+                             std::chrono::nanoseconds worker_grace)
     : threads_(threads),
       calls_(calls),
       owner_(&t_here),
       cpus_(new std::atomic<int>[static_cast<unsigned>(threads.slots())]),
       owner_cpu_(calls.current_cpu()),
-      several_(tasks > 1) {
+      several_(tasks > 1),
+      worker_grace_(worker_grace) {
   for (int i = 0; i < threads.slots(); ++i) cpus_[i].store(-1, std::memory_order_relaxed);
 }
 
@@ -164,7 +166,9 @@ void LoopPlacement::task_started(int slot) {
   cpus_[slot].store(cpu, std::memory_order_relaxed);
   if (&t_here == owner_) {
     owner_cpu_.store(cpu, std::memory_order_relaxed);
-    if (several_ && ++owner_tasks_ <= 2 && !worker_started_.load(std::memory_order_relaxed)) {
+    const bool look = several_ && ++owner_tasks_ <= 2 &&
+                      !(owner_tasks_ == 1 ? worker_starts() : worker_started_.load(std::memory_order_relaxed));
+    if (look) {
       const int worker = threads_.next_worker();
       if (worker != 0 && worker != t_worker.tid && calls_.runnable_thread_cpu(worker) == cpu)
         calls_.move_thread_off(worker, &cpu, 1);
@@ -184,6 +188,13 @@ void LoopPlacement::task_started(int slot) {
   } else {
     no_room_.store(true, std::memory_order_relaxed);
   }
+}
+
+bool LoopPlacement::worker_starts() const {
+  const auto until = std::chrono::steady_clock::now() + worker_grace_;
+  while (!worker_started_.load(std::memory_order_relaxed))
+    if (std::chrono::steady_clock::now() >= until) return false;
+  return true;
 }
 
 }  // namespace fia::detail

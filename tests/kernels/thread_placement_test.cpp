@@ -107,6 +107,35 @@ TEST_F(LoopPlacementRules, TheOwnerLooksAgainAtItsSecondTaskAndNoLater) {
   EXPECT_EQ(moves().size(), 1u);
 }
 
+// Workers still spinning from the call before start within microseconds: the owner's first task
+// waits for one (up to the grace) instead of reading the queued worker's state.
+TEST_F(LoopPlacementRules, TheOwnersFirstTaskWaitsForAWorkerToStartBeforeItLooks) {
+  threads.record_worker(1, 4242);
+  g_queued = {4242};  // were the owner to look, it would move 4242
+  LoopPlacement loop(threads, kTasks, kFake, std::chrono::minutes(1));
+  std::thread worker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    threads.on_scheduler_entry(true);
+    loop.task_started(1);
+  });
+  loop.task_started(0);  // returns once the worker has started
+  worker.join();
+  for (const Move& m : moves()) EXPECT_NE(m.tid, 4242) << "the owner looked though a worker started";
+}
+
+TEST_F(LoopPlacementRules, WithNoWorkerStartingTheOwnerLooksAfterTheGrace) {
+  threads.record_worker(1, 4242);
+  g_queued = {4242};
+  constexpr auto kGrace = std::chrono::milliseconds(30);
+  LoopPlacement loop(threads, kTasks, kFake, kGrace);
+  const auto t0 = std::chrono::steady_clock::now();
+  loop.task_started(0);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, kGrace);
+  const std::vector<Move> made = moves();
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].tid, 4242);
+}
+
 // A loop of one task spawns none and wakes no worker: nothing to look for.
 TEST_F(LoopPlacementRules, TheOwnerOfALoopOfOneTaskDoesNotLook) {
   threads.record_worker(1, 4242);
