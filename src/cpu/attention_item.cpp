@@ -171,13 +171,13 @@ bool scale_store_row(const float* src, std::int64_t n, float scale, DType t, voi
 
 float row_norm(const Problem& p, std::int64_t n, float m, float l, float* lse) {
   if (!p.has_sink) {
-    *lse = m + std::log(l);  // section 17
+    if (lse) *lse = m + std::log(l);  // section 17
     return 1.0f / l;
   }
   const float sink = p.sink[n];  // section 16, stabilised with max(m, sink)
   const float m2 = std::max(m, sink);
   const float denom = l * std::exp(m - m2) + std::exp(sink - m2);
-  *lse = m2 + std::log(denom);
+  if (lse) *lse = m2 + std::log(denom);
   return std::exp(m - m2) / denom;
 }
 
@@ -246,8 +246,8 @@ void item_finalize(const Problem& p, const WorkItem& item, const float* m, const
       recompute_row(p, item.b, n, i, dst);
       return;
     }
-    float lse;
-    float norm = row_norm(p, n, m[r], l[r], &lse);
+    float lse = 0.0f;
+    float norm = row_norm(p, n, m[r], l[r], p.lse ? &lse : nullptr);
     if (p.p_rule.kind == PRule::Kind::kNormalizeFirst) norm = 1.0f;  // P·V is already normalised
     if (!p.post_quant.on) {
       if (!scale_store_row(ar, vd, norm, p.out_dtype, orow)) {  // P·V overflowed

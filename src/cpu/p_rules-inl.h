@@ -80,8 +80,7 @@ HWY_INLINE bool form_p_rows(DF df, const Problem& p, const WorkItem& it, ScoreVi
           sum = hn::Add(sum, e);
           return v;
         });
-        float lse;
-        norm = row_norm(p, it.query_head(p.group, r), m, hn::GetLane(hn::SumOfLanes(df, sum)), &lse);
+        norm = row_norm(p, it.query_head(p.group, r), m, hn::GetLane(hn::SumOfLanes(df, sum)));
         sum = hn::Zero(df);
       }
       const VF vn = hn::Set(df, norm);
@@ -131,10 +130,8 @@ HWY_INLINE bool form_p_columns(DF df, const Problem& p, const WorkItem& it, Scor
         for (std::int64_t c = 0; c < cols; ++c) sum = hn::Add(sum, exp_from(df, hn::Load(df, x0 + c * cs), vm));
         HWY_ALIGN float sums[HWY_MAX_BYTES / sizeof(float)];
         hn::Store(sum, df, sums);
-        for (std::int64_t k = 0; k < L && r0 + k < R; ++k) {
-          float lse;
-          if (rs.max[r0 + k] != kNegInf) norm[k] = row_norm(p, it.query_head(p.group, r0 + k), rs.max[r0 + k], sums[k], &lse);
-        }
+        for (std::int64_t k = 0; k < L && r0 + k < R; ++k)
+          if (rs.max[r0 + k] != kNegInf) norm[k] = row_norm(p, it.query_head(p.group, r0 + k), rs.max[r0 + k], sums[k]);
         sum = hn::Zero(df);
       }
       const VF vn = hn::Load(df, norm);

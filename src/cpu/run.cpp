@@ -163,10 +163,10 @@ RowStats row_stats(const Problem& p, const WorkItem& it, const Scratch& s, const
   }
   if (p.p_rule.kind == PRule::Kind::kNormalizeFirst && st) {
     for (std::int64_t r = 0; r < Rp; ++r) {
-      float l = 0.0f, lse;
+      float l = 0.0f;
       for (std::int64_t c = 0; c < chunks; ++c) l += st->sum(c)[r];
       s.norm[r] = r < packed_rows(it) && s.m[r] != -std::numeric_limits<float>::infinity()
-                      ? row_norm(p, it.query_head(p.group, r), s.m[r], l, &lse)
+                      ? row_norm(p, it.query_head(p.group, r), s.m[r], l)
                       : 0.0f;
     }
     rs.norm = s.norm;
