@@ -245,7 +245,7 @@ constexpr std::int64_t line_start(std::int64_t x) { return x & ~std::int64_t{63}
 template <class Src, int ROWS>
 void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, std::int64_t ps, float* acc_heads,
             const Prefetch& pf, const HeadSteps& hs) {
-  constexpr int kBlockVectors = kVectorRegisters >= 32 ? 4 : 2;  // 4 x 4 accumulators with 32 registers
+  constexpr int kBlockVectors = kPvBlockVectors;
   // With 16 registers, passes of 3 vectors first for float V (4 x 3 accumulators; a row of 128
   // goes 3, 3, 3, 3, 2, 2): each broadcast weight feeds 3 multiply-adds instead of 2. AVX2 (Zen 4):
   // D1 0.955x, D2 0.959x the time (faster in 8 of 10 alternating pairs each; an earlier set: D2
@@ -262,7 +262,7 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
   // accumulation order stays the same. Not f32 rows dequantized into the per-thread buffer: they
   // are in L1 already.
   const std::int64_t row_bytes = column_bytes<Src>(vd);
-  const bool short_passes = kBlockVectors * L < 64;
+  const bool short_passes = !wide_pv_passes();
   const bool blocked = !std::is_same_v<Src, DequantF32Src>;
   constexpr std::int64_t kShortPassBytes = ROWS >= 3 ? kPvBytesManyRows : kPvBytes;
   const std::int64_t block = !blocked      ? run.count

@@ -219,17 +219,27 @@ HWY_INLINE RowsAhead rows_ahead(const Problem& p, const WorkItem& it, const KvRu
   return a;
 }
 
+/// Row vectors per pass of decode P·V (run_pv): 4 x 4 accumulators with 32 registers, else 2.
+inline constexpr int kPvBlockVectors = kVectorRegisters >= 32 ? 4 : 2;
+
+/// True where a pass of run_pv covers 64 floats or more (AVX-512: two passes over a row of 128).
+HWY_INLINE bool wide_pv_passes() { return kPvBlockVectors * static_cast<std::int64_t>(hn::Lanes(DF())) >= 64; }
+
 /// Calls fn(first token, first packed row, KV head within the item, sub-run, prefetch, heads) for
 /// every (query row, KV head) of a narrow item over one run. Single-head items take the run whole,
 /// prefetching their rows ahead; items spanning several KV heads go block by block of
 /// kTokenBlock tokens of K rows or kValueTokenBlock of V rows, all heads of a block before the
-/// next, while the heads' passes prefetch the next block. Where the item's heads fill the token
-/// rows (every KV head of BSH/BSND rows), the next block's bytes are one contiguous sequence of
-/// row-sized pieces and the passes sweep it in address order, a block's worth of pieces each;
-/// otherwise each head's pass prefetches its own rows of the next block, 2 KiB apart in D2. D2
-/// with the sweep, in three sets of pairs alternating with the build before (Zen 4): AVX2 0.956x,
-/// 1.000x and 0.963x the time (faster in 20 of 32 pairs), AVX3 0.941x, 1.026x and 0.991x (16 of
-/// 32): a small gain on AVX2, none on AVX3.
+/// next, while the heads' passes prefetch the next block: each head's pass its own rows of the
+/// next block (2 KiB apart in D2), which the same head's pass reads first there. Where the item's
+/// heads fill the token rows (every KV head of BSH/BSND rows) and the P·V passes are short (not
+/// wide_pv_passes: AVX2, NEON, SSE4), the next block's bytes are one contiguous sequence of
+/// row-sized pieces and the passes sweep it in address order instead, a block's worth of pieces
+/// each. D2 with the sweep, in three sets of pairs alternating with the build before (Zen 4): AVX2
+/// 0.956x, 1.000x and 0.963x the time (faster in 20 of 32 pairs), AVX3 0.941x, 1.026x and 0.991x
+/// (16 of 32). With the sweep, the rows of a block's last tokens, which its first head reads at
+/// once, are prefetched only by the previous block's last head. Head by head against the sweep
+/// (Emerald Rapids VM, 2 threads, cold): AVX3 D2 0.95-0.956x the time (faster in 12 of 12 and 16
+/// of 16 pairs), D1's K and V as BSH rows 0.971x (11 of 12); AVX2 D2 1.02x.
 /// The rows are the run's K rows when `keys` (qk_dim elements), else its V rows (v_dim); V rows
 /// and the K rows of one- or two-row items are prefetched kPrefetchBytesFar ahead where they are
 /// contiguous, other K rows kPrefetchBytes. With `all_heads` one call covers every KV
@@ -261,7 +271,7 @@ HWY_INLINE void for_each_block(const Problem& p, const WorkItem& it, const KvRun
   // `block` pieces and each further head the next `block`; otherwise each head its own rows of
   // the next block, one head stride further on.
   const std::int64_t block = keys ? kTokenBlock : kValueTokenBlock;
-  const bool sweep = head_stride * es == row_bytes && token_stride * es == kvh * row_bytes;
+  const bool sweep = !wide_pv_passes() && head_stride * es == row_bytes && token_stride * es == kvh * row_bytes;
   const HeadSteps steps{all_heads ? kvh : 1, it.heads, sweep ? 0 : head_stride * es, sweep ? block : 0};
   for (std::int64_t t = 0; t < run.count; t += block) {
     const std::int64_t nt = std::min(block, run.count - t);
