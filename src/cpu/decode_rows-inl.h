@@ -222,7 +222,8 @@ HWY_INLINE RowsAhead rows_ahead(const Problem& p, const WorkItem& it, const KvRu
 /// Row vectors per pass of decode P·V (run_pv): 4 x 4 accumulators with 32 registers, else 2.
 inline constexpr int kPvBlockVectors = kVectorRegisters >= 32 ? 4 : 2;
 
-/// True where a pass of run_pv covers 64 floats or more (AVX-512: two passes over a row of 128).
+/// True where a pass of run_pv covers 64 floats or more (AVX-512: two passes over a row of 128;
+/// also 512-bit SVE or RVV vectors, where for_each_block's head-by-head prefetch is unmeasured).
 HWY_INLINE bool wide_pv_passes() { return kPvBlockVectors * static_cast<std::int64_t>(hn::Lanes(DF())) >= 64; }
 
 /// Calls fn(first token, first packed row, KV head within the item, sub-run, prefetch, heads) for

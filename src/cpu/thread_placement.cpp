@@ -1,5 +1,7 @@
 #include "cpu/thread_placement.hpp"
 
+#include <hwy/cache_control.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
@@ -192,8 +194,10 @@ void LoopPlacement::task_started(int slot) {
 
 bool LoopPlacement::worker_starts() const {
   const auto until = std::chrono::steady_clock::now() + worker_grace_;
-  while (!worker_started_.load(std::memory_order_relaxed))
+  while (!worker_started_.load(std::memory_order_relaxed)) {
     if (std::chrono::steady_clock::now() >= until) return false;
+    hwy::Pause();  // x86: leaves the core's issue slots to an SMT sibling
+  }
   return true;
 }
 

@@ -86,9 +86,10 @@ class ArenaThreads : public tbb::task_scheduler_observer {
 ///   first runs), so one queued there is found a task earlier; at the second, the next recorded
 ///   worker in turn (with one worker, the same one), which may not have been queued at the first.
 ///   At its first task the owner waits up to `worker_grace` for a worker to start before it looks:
-///   workers still spinning from the call before start within a microsecond or two, and the look
-///   (reading the worker's /proc stat) had held the owner 17-35 us in back-to-back D1 calls while
-///   the worker ran (Emerald Rapids VM, 2 threads, cold KV: D1 0.97-0.99x the time with the wait).
+///   workers still spinning from the call before start within a microsecond or two, and the
+///   owner's first task_started, the look included (its /proc read about 4 us in a loop of reads),
+///   had taken 17-35 us of back-to-back D1 calls while the worker ran (Emerald Rapids VM, 2
+///   threads, cold KV: D1 0.97-0.99x the time with the wait).
 /// Other threads (another caller's, sharing the arena) are left where they are.
 class LoopPlacement {
  public:

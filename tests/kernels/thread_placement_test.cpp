@@ -113,12 +113,15 @@ TEST_F(LoopPlacementRules, TheOwnersFirstTaskWaitsForAWorkerToStartBeforeItLooks
   threads.record_worker(1, 4242);
   g_queued = {4242};  // were the owner to look, it would move 4242
   LoopPlacement loop(threads, kTasks, kFake, std::chrono::minutes(1));
+  constexpr auto kLate = std::chrono::milliseconds(20);
+  const auto t0 = std::chrono::steady_clock::now();
   std::thread worker([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(kLate);
     threads.on_scheduler_entry(true);
     loop.task_started(1);
   });
-  loop.task_started(0);  // returns once the worker has started
+  loop.task_started(0);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, kLate) << "the owner returned before the worker started";
   worker.join();
   for (const Move& m : moves()) EXPECT_NE(m.tid, 4242) << "the owner looked though a worker started";
 }
@@ -251,6 +254,7 @@ TEST_F(LoopPlacementRules, AWorkerThatFindsNoRoomStopsTheLoopsTries) {
 // move themselves, and the owners move only recorded workers, never a caller, though the callers
 // wait to run on the owners' CPU as far as the rules can tell.
 TEST_F(LoopPlacementRules, CallersSharingAnArenaAreNeverMoved) {
+  if (tbb::this_task_arena::max_concurrency() < 2) GTEST_SKIP() << "one CPU: oneTBB starts no worker";
   tbb::task_arena shared(3);  // two callers and a worker
   ArenaThreads observed(shared);
   std::atomic<int> caller_tids[2] = {0, 0};
