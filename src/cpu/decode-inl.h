@@ -240,18 +240,17 @@ constexpr std::int64_t line_start(std::int64_t x) { return x & ~std::int64_t{63}
 
 /// acc[r][:] += p[r][t] * V[t][:] over one run, for up to 4 rows and each KV head of `hs` (the
 /// run's V rows, the P rows pr, the accumulators acc and the prefetches stepping from head to
-/// head, as in run_dots): vector blocks of up to kBlockVectors (one pass over the tokens each;
+/// head, as in run_dots): vector blocks of up to kPvBlockVectors (one pass over the tokens each;
 /// blocks of 3 first where kThreeVectors), then a scalar tail.
 template <class Src, int ROWS>
 void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, std::int64_t ps, float* acc_heads,
             const Prefetch& pf, const HeadSteps& hs) {
-  constexpr int kBlockVectors = kPvBlockVectors;
   // With 16 registers, passes of 3 vectors first for float V (4 x 3 accumulators; a row of 128
   // goes 3, 3, 3, 3, 2, 2): each broadcast weight feeds 3 multiply-adds instead of 2. AVX2 (Zen 4):
   // D1 0.955x, D2 0.959x the time (faster in 8 of 10 alternating pairs each; an earlier set: D2
   // 0.917x and 0.976x), D4 (bf16, one row) 1.02x, within the noise. Not for int8 V converted in
   // registers (D3 1.04x, within the noise). The same accumulation order per element.
-  constexpr bool kThreeVectors = kBlockVectors == 2 && FloatRowSource<Src>;
+  constexpr bool kThreeVectors = kPvBlockVectors == 2 && FloatRowSource<Src>;
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df)), vd = p.v_dim;
   // Where a pass covers fewer than 64 floats (AVX2, NEON, SSE4), the run goes in blocks of
   // kPvBytes of V rows (kPvBytesManyRows for three or four rows), every pass over a block before
@@ -320,7 +319,7 @@ void run_pv(DF df, const Problem& p, const KvRun& run, const float* pr_heads, st
       if constexpr (kThreeVectors)
         for (std::int64_t left = (vd - d0) / L; left >= 3 && left != 4; left = (vd - d0) / L)
           pass(std::integral_constant<int, 3>());
-      while (d0 + kBlockVectors * L <= vd) pass(std::integral_constant<int, kBlockVectors>());
+      while (d0 + kPvBlockVectors * L <= vd) pass(std::integral_constant<int, kPvBlockVectors>());
       if constexpr (BlockPairSource<Src>) {  // vd is a multiple of 2 vectors
         while (d0 + 2 * L <= vd) pass(std::integral_constant<int, 2>());
       } else {

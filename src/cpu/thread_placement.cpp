@@ -168,9 +168,8 @@ void LoopPlacement::task_started(int slot) {
   cpus_[slot].store(cpu, std::memory_order_relaxed);
   if (&t_here == owner_) {
     owner_cpu_.store(cpu, std::memory_order_relaxed);
-    const bool look = several_ && ++owner_tasks_ <= 2 &&
-                      !(owner_tasks_ == 1 ? worker_starts() : worker_started_.load(std::memory_order_relaxed));
-    if (look) {
+    if (several_ && ++owner_tasks_ <= 2 &&
+        !worker_starts(owner_tasks_ == 1 ? worker_grace_ : std::chrono::nanoseconds{})) {
       const int worker = threads_.next_worker();
       if (worker != 0 && worker != t_worker.tid && calls_.runnable_thread_cpu(worker) == cpu)
         calls_.move_thread_off(worker, &cpu, 1);
@@ -192,8 +191,8 @@ void LoopPlacement::task_started(int slot) {
   }
 }
 
-bool LoopPlacement::worker_starts() const {
-  const auto until = std::chrono::steady_clock::now() + worker_grace_;
+bool LoopPlacement::worker_starts(std::chrono::nanoseconds grace) const {
+  const auto until = std::chrono::steady_clock::now() + grace;
   while (!worker_started_.load(std::memory_order_relaxed)) {
     if (std::chrono::steady_clock::now() >= until) return false;
     hwy::Pause();  // x86: leaves the core's issue slots to an SMT sibling

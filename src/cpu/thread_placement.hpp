@@ -114,8 +114,8 @@ class LoopPlacement {
   std::atomic<bool> no_room_{false};  // a worker's move found no other CPU: no more tries
   int owner_tasks_ = 0;                // touched by the owner only
 
-  /// True once a worker has started a task, waiting up to worker_grace_ for one.
-  bool worker_starts() const;
+  /// True once a worker has started a task, waiting up to `grace` for one (0: a look at the flag).
+  bool worker_starts(std::chrono::nanoseconds grace) const;
 };
 
 }  // namespace fia::detail
