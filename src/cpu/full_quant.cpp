@@ -179,12 +179,12 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
     };
     std::int64_t c = 0;
 #if !HWY_HAVE_SCALABLE
-    // A whole group's exponentials step by step together (softmax_exps, the same bits as one at a
+    // A whole group's exponentials step by step together (highway_exps, the same bits as one at a
     // time): one after another, their dependency chains left the out-of-order window idle.
     for (; c + G <= nc; c += G) {
       VF e[G];
       for (int k = 0; k < G; ++k) e[k] = hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base);
-      softmax_exps<G>(df, e);
+      highway_exps<G>(df, e);
       VI group = hn::Zero(di);
       for (int k = 0; k < G; ++k) take(e[k], k, group);
       hn::StoreU(group, di, bf.p + (c / G) * Rp + r0);
@@ -193,7 +193,7 @@ void chunk_softmax(const Problem& p, const Buffers& bf, std::int64_t Rp, std::in
     for (; c < nc; c += G) {
       VI group = hn::Zero(di);  // (no array of vectors: SVE vectors are sizeless)
       for (int k = 0; k < G && c + k < nc; ++k)
-        take(softmax_exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base)), k, group);
+        take(highway_exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base)), k, group);
       hn::StoreU(group, di, bf.p + (c / G) * Rp + r0);
     }
     hn::StoreU(hn::IfThenElseZero(hit, hn::Set(df, 1.0f)), df, bf.hit + r0);

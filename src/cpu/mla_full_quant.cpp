@@ -165,7 +165,7 @@ void chunk_softmax(const Buffers& bf, std::int64_t Rp, std::int64_t nc) {
     for (std::int64_t c = 0; c < nc; c += G) {
       VI group = hn::Zero(di);  // (no array of vectors: SVE vectors are sizeless)
       for (int k = 0; k < G && c + k < nc; ++k) {
-        const VF e = softmax_exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
+        const VF e = highway_exp(df, hn::Sub(hn::LoadU(df, bf.s + (c + k) * Rp + r0), base));
         sum = hn::Add(sum, e);
         const VI x = nearest_int(di, hn::Mul(e, k127));  // half to even, in [0, 127]
         if constexpr (G == 4) psum = hn::Add(psum, x);
