@@ -304,7 +304,7 @@ HWY_INLINE void finish_score_tile(DF df, const Problem& p, const WorkItem& it, S
 
 /// The P cast of a wide tile of nc columns (column-major at st, stride cs, Rp rows) in place:
 /// E = exp(S - m), l += E (column by column), P = round(E). Rows with m = -inf give 0 (NaN
-/// filtered by Exp).
+/// filtered by softmax_exp).
 HWY_INLINE void exp_tile(DF df, const Problem& p, float* st, std::int64_t cs, std::int64_t nc, std::int64_t Rp,
                          const float* m, float* l) {
   const std::int64_t L = static_cast<std::int64_t>(hn::Lanes(df));

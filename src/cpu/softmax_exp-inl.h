@@ -22,12 +22,12 @@ HWY_BEFORE_NAMESPACE();
 namespace fia::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// True where softmax_exps takes table_exps: x86 vectors of 8 floats (AVX2 or AVX-512), or of 16
-/// (AVX-512).
+/// True where softmax_exps takes table_exps: vectors of 8 floats on AVX2, of 16 on AVX-512 (the
+/// kernels' full vectors).
 template <class D>
 constexpr bool takes_table_exps() {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
-  return hn::MaxLanes(D()) == 8 || (HWY_TARGET <= HWY_AVX3 && hn::MaxLanes(D()) == 16);
+  return hn::MaxLanes(D()) == (HWY_TARGET == HWY_AVX2 ? 8 : 16);
 #else
   return false;
 #endif
@@ -41,11 +41,17 @@ constexpr bool takes_table_exps() {
 
 /// Exp's conversion of q to int32 (toward zero), on x86 without Highway's fix-up for positive
 /// overflow (5 instructions): the same below 2^31 (x below 2^31 ln 2, about 1.49e9), and NaN lanes
-/// give 0 either way. (Vectors of 8 and 16 floats take table_exps on x86.)
+/// give 0 either way.
 template <class DI, class V>
 HWY_INLINE hn::Vec<DI> truncate_to_int(DI di, V q) {
 #if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
   if constexpr (sizeof(q.raw) == 16) return hn::Vec<DI>{_mm_cvttps_epi32(q.raw)};
+#if HWY_TARGET <= HWY_AVX2
+  if constexpr (sizeof(q.raw) == 32) return hn::Vec<DI>{_mm256_cvttps_epi32(q.raw)};
+#endif
+#if HWY_TARGET <= HWY_AVX3
+  if constexpr (sizeof(q.raw) == 64) return hn::Vec<DI>{_mm512_cvttps_epi32(q.raw)};
+#endif
 #endif
   return hn::ConvertTo(di, q);
 }
@@ -106,7 +112,7 @@ inline constexpr Exp2Table kExp2Eighths = exp2_eighths();
 /// or 4 (T = 8) fitted for relative error on [-ln 2 / 2T, ln 2 / 2T] (below 2e-9); the result
 /// 2^(j/T) (1 + q) is one fma from the table entry, then scaled by 2^floor(k/T): by vscalefps
 /// on AVX-512 (exact, rounded once, a zeroing mask for the range), else times_powers_of_two.
-/// Every float in [-104, 90] is within 1 ulp of e^x (worst 0.99 ulp with 16 lanes, 0.93 with 8;
+/// Every float in [-104, 88.72] is within 1 ulp of e^x (worst 0.99 ulp with 16 lanes, 0.93 with 8;
 /// tests/kernels/softmax_exp_test.cpp). 11 instructions per vector on AVX-512 where Exp's
 /// algorithm took 17 with vscalefps: P2 0.964x the time on AVX3, 0.974x on AVX2 (Emerald Rapids).
 template <int N, class D>
@@ -138,7 +144,7 @@ HWY_INLINE void table_exps(D df, hn::Vec<D>* x) {
     FIA_EACH_VECTOR(k) { e[k] = hn::MulAdd(e[k], q[k], e[k]); }
     FIA_EACH_VECTOR(k) {
       const __mmask16 in_range = _mm512_cmp_ps_mask(x[k].raw, _mm512_set1_ps(-104.0f), _CMP_GE_OQ);
-      x[k] = V{_mm512_maskz_scalef_ps(in_range, e[k].raw, y[k].raw)};
+      x[k] = V{_mm512_maskz_scalef_ps(in_range, e[k].raw, y[k].raw)};  // (NaN, +inf) gives +inf: x = +inf
     }
     return;
   }
@@ -162,7 +168,9 @@ HWY_INLINE void table_exps(D df, hn::Vec<D>* x) {
 /// round(127 E) gives the same bytes on every ISA, take these. When all N vectors lie in
 /// [-86, 88] (softmax scores within 86 of their max, the common case), q is added to poly's
 /// exponent bits instead of Exp's two multiplications (times_powers_of_two; the tile's P cast on
-/// AVX2, Zen 4: 0.88x the time per vector in a standalone loop, before table_exps).
+/// AVX2, Zen 4: 0.88x the time per vector in a standalone loop, before table_exps). On AVX-512 one
+/// vscalefps puts 2^q * poly together (exact, rounded once) and a zeroing mask takes the range
+/// test: 17 instructions instead of 27 (P4 about 4 % faster).
 /// kNonPositive: every x is at most 0 or NaN (x = S - m, m the row max), so that Exp's rounding
 /// term 0.5 with the sign of x is -0.5 but for x = +0, where q is 0 either way (trunc(-0.5) = -0
 /// scales by 2^-0): one constant instead of 1-2 instructions per vector.
@@ -176,9 +184,18 @@ HWY_INLINE void highway_exps(D df, hn::Vec<D>* x) {
     const V half = kNonPositive ? hn::Set(df, -0.5f) : hn::Or(hn::Set(df, 0.5f), hn::And(x[k], hn::Set(df, -0.0f)));
     q[k] = hn::MulAdd(x[k], hn::Set(df, 1.442695040888963407359924681f), half);
   }
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+  constexpr bool kScalef = hn::MaxLanes(D()) == 16;
+#else
+  constexpr bool kScalef = false;
+#endif
   VI qi[N];
-  FIA_EACH_VECTOR(k) { qi[k] = truncate_to_int(di, q[k]); }
-  FIA_EACH_VECTOR(k) { q[k] = hn::ConvertTo(df, qi[k]); }
+  if constexpr (kScalef) {
+    FIA_EACH_VECTOR(k) { q[k] = hn::Trunc(q[k]); }
+  } else {
+    FIA_EACH_VECTOR(k) { qi[k] = truncate_to_int(di, q[k]); }
+    FIA_EACH_VECTOR(k) { q[k] = hn::ConvertTo(df, qi[k]); }
+  }
   FIA_EACH_VECTOR(k) { r[k] = hn::MulAdd(q[k], hn::Set(df, -0.693145751953125f), x[k]); }  // ExpReduce
   FIA_EACH_VECTOR(k) { r[k] = hn::MulAdd(q[k], hn::Set(df, -1.428606765330187045e-6f), r[k]); }
   FIA_EACH_VECTOR(k) { r2[k] = hn::Mul(r[k], r[k]); }  // ExpPoly: Estrin, degree 5
@@ -190,15 +207,24 @@ HWY_INLINE void highway_exps(D df, hn::Vec<D>* x) {
     poly[k] = hn::MulAdd(r4[k], hn::MulAdd(c5, r[k], c4), hn::MulAdd(r2[k], hn::MulAdd(c3, r[k], c2), hn::MulAdd(c1, r[k], c0)));
   }
   FIA_EACH_VECTOR(k) { poly[k] = hn::Add(hn::MulAdd(poly[k], r2[k], r[k]), hn::Set(df, 1.0f)); }
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+  if constexpr (kScalef) {
+    FIA_EACH_VECTOR(k) {
+      const __mmask16 in_range = _mm512_cmp_ps_mask(x[k].raw, _mm512_set1_ps(-104.0f), _CMP_GE_OQ);
+      x[k] = V{_mm512_maskz_scalef_ps(in_range, poly[k].raw, q[k].raw)};
+    }
+    return;
+  }
+#endif
   times_powers_of_two<N>(df, poly, qi, hn::Zero(di), x);  // poly in [0.70, 1.42]
 }
-
 
 /// x[k] = e^x[k] for k < N, the softmax exponentials (the softmax's x = S - m is at most 0),
 /// within 1 ulp: table_exps on x86 vectors of 8 and 16 floats, highway_exps elsewhere. The N
 /// exponentials go step by step together: one is a chain of about 20 dependent instructions, and
 /// written one after another the out-of-order window holds about two of them (the P cast of a
-/// tile on AVX2, Zen 4: 9.1 time units per vector with N = 4 against 11.4 with 1).
+/// tile on AVX2, Zen 4: 9.1 time units per vector with N = 4 against 11.4 with 1). kNonPositive
+/// (every x at most 0 or NaN) only shortens highway_exps.
 template <int N, bool kNonPositive = false, class D>
 HWY_INLINE void softmax_exps(D df, hn::Vec<D>* x) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
