@@ -220,7 +220,7 @@ HWY_INLINE void highway_exps(D df, hn::Vec<D>* x) {
 }
 
 /// x[k] = e^x[k] for k < N, the softmax exponentials (the softmax's x = S - m is at most 0),
-/// within 1 ulp: table_exps on x86 vectors of 8 and 16 floats, highway_exps elsewhere. The N
+/// within 1 ulp: table_exps on AVX2 (8 floats) and AVX-512 (16), highway_exps elsewhere. The N
 /// exponentials go step by step together: one is a chain of about 20 dependent instructions, and
 /// written one after another the out-of-order window holds about two of them (the P cast of a
 /// tile on AVX2, Zen 4: 9.1 time units per vector with N = 4 against 11.4 with 1). kNonPositive
