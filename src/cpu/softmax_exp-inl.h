@@ -56,6 +56,19 @@ HWY_INLINE hn::Vec<DI> truncate_to_int(DI di, V q) {
   return hn::ConvertTo(di, q);
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+/// x[k] = e[k] * 2^floor(y[k]) for k < N on AVX-512 vectors of 16 floats, by one vscalefps
+/// (exact, rounded once), 0 where x[k] < -104 or NaN (a zeroing mask); vscalefps(NaN, +inf) is
+/// +inf, so that x = +inf gives +inf where e is NaN.
+template <int N, class V>
+HWY_INLINE void scale_in_range(const V* e, const V* y, V* x) {
+  FIA_EACH_VECTOR(k) {
+    const __mmask16 in_range = _mm512_cmp_ps_mask(x[k].raw, _mm512_set1_ps(-104.0f), _CMP_GE_OQ);
+    x[k] = V{_mm512_maskz_scalef_ps(in_range, e[k].raw, y[k].raw)};
+  }
+}
+#endif
+
 /// x[k] = e[k] * 2^(m[k] - bias) for k < N, 0 where x[k] < -104 or NaN: e in [0.5, 2), m - bias
 /// the integer exponent of e^x[k] (in [-151, 130] for x in [-104, 90]). When every x lies in
 /// [-86, 88] the result is a normal float, and m << 23 is added to e's bits (2 instructions
@@ -142,10 +155,7 @@ HWY_INLINE void table_exps(D df, hn::Vec<D>* x) {
     const __m512 table = _mm512_load_ps(kExp2Sixteenths.at);
     FIA_EACH_VECTOR(k) { e[k] = V{_mm512_permutexvar_ps(_mm512_castps_si512(t[k].raw), table)}; }
     FIA_EACH_VECTOR(k) { e[k] = hn::MulAdd(e[k], q[k], e[k]); }
-    FIA_EACH_VECTOR(k) {
-      const __mmask16 in_range = _mm512_cmp_ps_mask(x[k].raw, _mm512_set1_ps(-104.0f), _CMP_GE_OQ);
-      x[k] = V{_mm512_maskz_scalef_ps(in_range, e[k].raw, y[k].raw)};  // (NaN, +inf) gives +inf: x = +inf
-    }
+    scale_in_range<N>(e, y, x);
     return;
   }
 #endif
@@ -209,10 +219,7 @@ HWY_INLINE void highway_exps(D df, hn::Vec<D>* x) {
   FIA_EACH_VECTOR(k) { poly[k] = hn::Add(hn::MulAdd(poly[k], r2[k], r[k]), hn::Set(df, 1.0f)); }
 #if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
   if constexpr (kScalef) {
-    FIA_EACH_VECTOR(k) {
-      const __mmask16 in_range = _mm512_cmp_ps_mask(x[k].raw, _mm512_set1_ps(-104.0f), _CMP_GE_OQ);
-      x[k] = V{_mm512_maskz_scalef_ps(in_range, poly[k].raw, q[k].raw)};
-    }
+    scale_in_range<N>(poly, q, x);
     return;
   }
 #endif
