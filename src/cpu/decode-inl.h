@@ -96,8 +96,10 @@ void narrow_scores(const Problem& p, const TileShape& tile, const WorkItem& it, 
   // Antiquant K (cpu/antiquant.hpp): channel scales folded into Q, token scales into the scores.
   const bool antiquant = p.kv_format != KvFormat::kFloat;
   if (antiquant) fold_key_scale(p, it, s.q, kw);
+#ifdef FIA_INT4_LANES
   if (int4_in_lane_order(p, true))
     for (std::int64_t r = 0; r < R; ++r) permute_lane_order<false>(s.q + r * kw, p.qk_dim);
+#endif
   std::fill(m, m + R, kNegInf);
   const std::int64_t cols = narrow_tile_columns(tile, it);
   for (std::int64_t c0 = it.col_begin; c0 < it.col_end; c0 += cols) {
@@ -379,8 +381,10 @@ void narrow_accumulate(const Problem& p, const TileShape& tile, const WorkItem& 
                      });
     });
   }
+#ifdef FIA_INT4_LANES
   if (int4_in_lane_order(p, false))
     for (std::int64_t r = 0; r < R; ++r) permute_lane_order<true>(acc + r * vd, vd);
+#endif
   if (antiquant) finish_values(p, it, acc);
 }
 

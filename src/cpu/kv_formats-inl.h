@@ -157,19 +157,24 @@ template <class Src>
 concept FloatRowSource =
     std::is_same_v<Src, F16Src> || std::is_same_v<Src, BF16Src> || std::is_base_of_v<F32Src, Src>;
 
+#ifdef FIA_INT4_LANES
 /// row[0:n) (n a multiple of 32) rearranged from logical order into I4LanesSrc's lane order, or
-/// back (kBack).
+/// back (kBack): two two-table permutes per block of 32. Element by element, the query rows and
+/// accumulators of an item had taken int4 decode of 64 tokens a fifth of its time (in L2, one
+/// thread, D5's heads: 0.79x the time of the per-element loop; 256 tokens 0.93x).
 template <bool kBack>
 HWY_INLINE void permute_lane_order(float* row, std::int64_t n) {
-  float block[32];
+  const __m512i first = kBack ? _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23)
+                              : _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i second = kBack ? _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31)
+                               : _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   for (std::int64_t b = 0; b < n; b += 32) {
-    std::memcpy(block, row + b, sizeof(block));
-    for (std::int64_t d = 0; d < 32; ++d) {
-      if (kBack) row[b + lane_order_element(d)] = block[d];
-      else row[b + d] = block[lane_order_element(d)];
-    }
+    const __m512 lo = _mm512_loadu_ps(row + b), hi = _mm512_loadu_ps(row + b + 16);
+    _mm512_storeu_ps(row + b, _mm512_permutex2var_ps(lo, first, hi));
+    _mm512_storeu_ps(row + b + 16, _mm512_permutex2var_ps(lo, second, hi));
   }
 }
+#endif  // FIA_INT4_LANES
 
 /// int4 row -> int8 row: out[0:n) = the n (even) nibbles of `row`, sign-extended (FIA-SPEC 12.6).
 /// Whole vectors of bytes at a time: low and high nibbles split, sign-extended with (x ^ 8) - 8,
