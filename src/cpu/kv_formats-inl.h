@@ -114,17 +114,17 @@ struct I4Src {
 template <class Src>
 constexpr std::int64_t kElementsPerWord = std::is_same_v<typename Src::T, std::int32_t> ? 8 : 1;
 
-/// The logical element at position d of a row in I4LanesSrc's lane order: per block of 32, the
-/// even elements, then the odd ones.
-HWY_INLINE std::int64_t lane_order_element(std::int64_t d) {
-  return (d & ~std::int64_t{31}) + 2 * (d & 15) + ((d >> 4) & 1);
-}
-
 // int4 rows read in place through a 16-entry table on AVX-512 (vpermps looks at the low 4 bits of
 // each index lane, so a lane holding a whole byte indexes by its low nibble).
 #undef FIA_INT4_LANES
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3_ZEN4 || HWY_TARGET == HWY_AVX3_SPR
 #define FIA_INT4_LANES 1
+
+/// The logical element at position d of a row in I4LanesSrc's lane order: per block of 32, the
+/// even elements, then the odd ones.
+HWY_INLINE std::int64_t lane_order_element(std::int64_t d) {
+  return (d & ~std::int64_t{31}) + 2 * (d & 15) + ((d >> 4) & 1);
+}
 
 /// int4 K/V (FIA-SPEC 12.6) read in place, a block of 32 elements (16 bytes) at a time in lane
 /// order: the block's even elements (the low nibbles) in one vector, its odd elements (the high
@@ -159,9 +159,10 @@ concept FloatRowSource =
 
 #ifdef FIA_INT4_LANES
 /// row[0:n) (n a multiple of 32) rearranged from logical order into I4LanesSrc's lane order, or
-/// back (kBack): two two-table permutes per block of 32. Element by element, the query rows and
-/// accumulators of an item had taken int4 decode of 64 tokens a fifth of its time (in L2, one
-/// thread, D5's heads: 0.79x the time of the per-element loop; 256 tokens 0.93x).
+/// back (kBack): two two-source permutes (`vpermt2ps`/`vpermi2ps`) per block of 32. Permuted
+/// element by element, the query rows and accumulators had taken about a fifth of int4 decode's
+/// time at 64 tokens per item (in L2, one thread, D5's heads: 0.79x the time; 256 tokens 0.93x;
+/// cold D5 within the noise).
 template <bool kBack>
 HWY_INLINE void permute_lane_order(float* row, std::int64_t n) {
   const __m512i first = kBack ? _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23)
