@@ -41,16 +41,13 @@ constexpr bool takes_table_exps() {
 
 /// Exp's conversion of q to int32 (toward zero), on x86 without Highway's fix-up for positive
 /// overflow (5 instructions): the same below 2^31 (x below 2^31 ln 2, about 1.49e9), and NaN lanes
-/// give 0 either way.
+/// give 0 either way. (AVX-512 vectors of 16 floats take Trunc and vscalefps instead.)
 template <class DI, class V>
 HWY_INLINE hn::Vec<DI> truncate_to_int(DI di, V q) {
 #if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
   if constexpr (sizeof(q.raw) == 16) return hn::Vec<DI>{_mm_cvttps_epi32(q.raw)};
 #if HWY_TARGET <= HWY_AVX2
   if constexpr (sizeof(q.raw) == 32) return hn::Vec<DI>{_mm256_cvttps_epi32(q.raw)};
-#endif
-#if HWY_TARGET <= HWY_AVX3
-  if constexpr (sizeof(q.raw) == 64) return hn::Vec<DI>{_mm512_cvttps_epi32(q.raw)};
 #endif
 #endif
   return hn::ConvertTo(di, q);

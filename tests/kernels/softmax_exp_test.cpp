@@ -213,11 +213,13 @@ TEST(SoftmaxExp, IsWithinOneUlpOfTheExponentialOnEveryIsa) {
 TEST(SoftmaxExp, HighwayExpsAreHighwaysExpBitForBitOnEveryIsa) {
   const std::vector<float> x = arguments();
   on_every_isa(x, [&](const std::string& isa, const Ways& w) {
+    std::vector<std::pair<const std::vector<float>*, const char*>> checked = {{&w.highway, "highway_exp"},
+                                                                              {&w.highway_five, "highway_exps<5>"}};
+    if (!w.table) checked.emplace_back(&w.one, "softmax_exp");
     int shown = 0;
     for (std::size_t i = 0; i < x.size(); ++i) {
-      for (const auto& [ours, how] : {std::pair{&w.highway, "highway_exp"}, {&w.highway_five, "highway_exps<5>"},
-                                      {&w.one, "softmax_exp"}})
-        if (!(w.table && ours == &w.one) && !same_bits((*ours)[i], w.theirs[i]) && shown++ < 5)
+      for (const auto& [ours, how] : checked)
+        if (!same_bits((*ours)[i], w.theirs[i]) && shown++ < 5)
           ADD_FAILURE() << isa << ": " << how << "(" << x[i] << ") = " << (*ours)[i] << ", Exp gives " << w.theirs[i];
     }
   });
