@@ -80,7 +80,7 @@ void set_bf16_dots(bool on) { bf16_dots_switch().set(on); }
 void reset_bf16_dots() { bf16_dots_switch().reset(); }
 
 void read_kernel_settings(Problem* p) {
-  p->bf16_dots = bf16_dots_enabled();
+  p->bf16_dots = bf16_dots_enabled() && kernel_isa_has_bf16_dots();
   p->amx = p->full_quant.on ? amx_setting_on() && kernel_isa_takes_int8_tiles() && amx_int8_supported()
                             : bf16_key_rows(*p) && kernel_isa_has_bf16_dots() && amx_enabled();
 }

@@ -55,7 +55,8 @@ void set_bf16_dots(bool on);
 void reset_bf16_dots();
 
 /// Reads the kernels' settings into `p` as plan() does, so that a plan computes one way however
-/// they change while it runs: Problem::bf16_dots (bf16_dots_enabled()) and Problem::amx
+/// they change while it runs: Problem::bf16_dots (bf16_dots_enabled(), on kernels that have them:
+/// none under FIA_ISA=AVX2, so that the plan says what the kernels do) and Problem::amx
 /// (cpu/amx.hpp amx_enabled(), asked only for bf16 query and K rows on kernels that can take the
 /// tiles, so that Linux is asked for them only then).
 void read_kernel_settings(Problem* p);

@@ -254,7 +254,8 @@ struct Problem {
   bool values_are_keys = false;
 
   /// Set by plan(): the kernels may take bf16 dot products (cpu/isa.hpp bf16_dots_enabled() at
-  /// plan time), so that a plan computes one way however the switch changes while it runs.
+  /// plan time, and kernels built with them), so that a plan computes one way however the switch
+  /// changes while it runs.
   bool bf16_dots = false;
   /// Set by plan(): the kernels may take AMX tiles (cpu/amx.hpp amx_enabled() at plan time; int8
   /// full quant: AMX-INT8, cpu/isa.cpp read_kernel_settings).

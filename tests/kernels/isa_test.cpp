@@ -15,6 +15,7 @@
 #include "support/random_spec.hpp"
 #include "support/run_helpers.hpp"
 #include "support/scoped_env.hpp"
+#include "validate/build_problem.hpp"
 
 namespace fia::test {
 namespace {
@@ -274,6 +275,26 @@ TEST(Isa, Bf16DotsFollowTheCpuTheEnvironmentAndTheSetting) {
     EXPECT_TRUE(detail::bf16_dots_setting_valid());
     EXPECT_TRUE(plan(call.args, Options{}, &plan_out).ok());
   }
+  detail::reset_bf16_dots();
+}
+
+// A plan says what its kernels do (cpu/isa.hpp read_kernel_settings): asked for on a CPU that has
+// them, bf16 dot products are planned on the kernels built with them (AVX-512) and on no other
+// (FIA_ISA=AVX2 and below), where the kernels could not take them.
+TEST(Isa, Bf16DotsArePlannedOnlyOnKernelsThatHaveThem) {
+  CallSpec spec;
+  spec.dtype = DType::BF16;
+  const TestCall call = build_call(spec, 5);
+  detail::Problem p;
+  ASSERT_TRUE(detail::build_problem(call.args, false, &p).ok());
+  detail::set_bf16_dots(true);
+  for (const std::string& isa : detail::available_isas()) {
+    ASSERT_TRUE(detail::force_isa(isa)) << isa;
+    detail::read_kernel_settings(&p);
+    EXPECT_EQ(p.bf16_dots, detail::bf16_dots_supported() && detail::kernel_isa_has_bf16_dots()) << isa;
+    if (isa == "AVX2" || isa == "SSE4") EXPECT_FALSE(p.bf16_dots) << isa;
+  }
+  detail::force_isa("");
   detail::reset_bf16_dots();
 }
 
