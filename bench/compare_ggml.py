@@ -66,7 +66,7 @@ class GgmlCall:
         self.threads = threads
         self.batches = [q.shape[0] for q, _, _ in groups]
         groups = [(q[b:b + 1], k[b:b + 1], v[b:b + 1]) for q, k, v in groups for b in range(q.shape[0])]
-        self.graphs = []  # per copy: [(graph, out tensor, (N, Sq, D))]
+        self.graphs = []  # per copy: [(graph, out tensor, (N, Sq, D), compute plan, its work buffer)]
         need = 0
         for q, k, v in groups:
             sq = q.shape[2]
@@ -106,16 +106,22 @@ class GgmlCall:
         out = ggml.ggml_flash_attn_ext(self.ctx, gq, gk, gv, mask, scale, 0.0, 0.0)
         graph = ggml.ggml_new_graph(self.ctx)
         ggml.ggml_build_forward_expand(graph, out)
-        return graph, out, (n, sq, d)
+        # Planned once, with a work buffer of its own: ggml_graph_compute_with_ctx takes a new work
+        # buffer from the context on every call, which ran out of it within a D2 run.
+        plan = ggml.ggml_graph_plan(graph, self.threads, None)
+        work = (ctypes.c_uint8 * max(1, plan.work_size))()
+        plan.work_data = ctypes.cast(work, ctypes.POINTER(ctypes.c_uint8))
+        return graph, out, (n, sq, d), plan, work
 
     def __call__(self, copy=0):
-        for graph, _, _ in self.graphs[copy]:
-            ggml.ggml_graph_compute_with_ctx(self.ctx, graph, self.threads)
+        for graph, _, _, plan, _ in self.graphs[copy]:
+            if ggml.ggml_graph_compute(graph, ctypes.byref(plan)) != 0:
+                sys.exit("ggml_graph_compute failed")
 
     def outputs(self):
         """The results of copy 0 per group as (B, N, Sq, D) float64 tensors (ggml writes (Sq, N, D))."""
         rows = []
-        for _, out, (n, sq, d) in self.graphs[0]:
+        for _, out, (n, sq, d), _, _ in self.graphs[0]:
             buf = (ctypes.c_float * (n * sq * d)).from_address(ggml.ggml_get_data(out))
             a = np.frombuffer(buf, dtype=np.float32).reshape(sq, n, d)
             rows.append(torch.from_numpy(a.transpose(1, 0, 2).copy()).double()[None])
