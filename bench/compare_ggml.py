@@ -12,8 +12,8 @@ helpers it shares),
      bf16 workloads give ggml their values rounded to fp16), a causal mask as ggml's F16 mask
      padded to GGML_KQ_MASK_PAD rows; GQA by ggml's head broadcast;
   3. times both interleaved, round by round (`fia bench --case`, then the same number of
-     ggml_graph_compute_with_ctx calls on the same thread count); decode rotates through copies of
-     K/V beyond the last-level cache on both sides;
+     ggml_graph_compute calls on the same thread count, each graph planned once); decode rotates
+     through copies of K/V beyond the last-level cache on both sides;
   4. prints, per workload, the median over rounds of ggml time / fia time (> 1: fia is faster) and
      the fraction of ggml's output within criterion A of FIA semantics (ggml accumulates P·V in
      fp16 and does not round P as FIA does, so it is informative, not a pass/fail).
