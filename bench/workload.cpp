@@ -19,7 +19,6 @@
 #include "fia/io/case_dir.hpp"
 #include "io/json_text.hpp"
 #include "cpu/amx.hpp"
-#include "cpu/attention_item.hpp"
 #include "cpu/isa.hpp"
 #include "numeric/half.hpp"
 #include "plan/plan.hpp"
@@ -210,7 +209,7 @@ struct ProductShares {
 ProductShares product_shares(detail::Problem p) {
   detail::read_kernel_settings(&p);  // as plan() does
   const bool tiles = detail::amx_wide_keys(p);
-  if (!(detail::bf16_key_dots(p) || tiles) || !detail::kernel_isa_has_bf16_dots()) return {};
+  if (!(detail::bf16_key_dots(p) || tiles)) return {};  // both only on kernels that have them
   const detail::CpuPlan plan = detail::make_cpu_plan(p, 1);
   double all = 0.0;
   ProductShares d;

@@ -80,9 +80,10 @@ void set_bf16_dots(bool on) { bf16_dots_switch().set(on); }
 void reset_bf16_dots() { bf16_dots_switch().reset(); }
 
 void read_kernel_settings(Problem* p) {
-  p->bf16_dots = bf16_dots_enabled() && kernel_isa_has_bf16_dots();
+  const bool dot_kernels = kernel_isa_has_bf16_dots();
+  p->bf16_dots = bf16_dots_enabled() && dot_kernels;
   p->amx = p->full_quant.on ? amx_setting_on() && kernel_isa_takes_int8_tiles() && amx_int8_supported()
-                            : bf16_key_rows(*p) && kernel_isa_has_bf16_dots() && amx_enabled();
+                            : bf16_key_rows(*p) && dot_kernels && amx_enabled();
 }
 
 bool apply_isa_cap_from_env() {
